@@ -1,0 +1,80 @@
+"""File I/O at the edges: atomic writes and strict JSONL reading with file:line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from .errors import EduFairError
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` via a temp file in the same folder and an atomic rename,
+    so a reader never sees a half-written file, even after a kill."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
+    return atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+
+
+def dumps_jsonl(records: Iterable[Any]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+
+
+def atomic_write_jsonl(path: str | os.PathLike, records: Iterable[Any]) -> Path:
+    return atomic_write_text(path, dumps_jsonl(records))
+
+
+def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
+    """Yield (line_number, object) for every non-blank line; a malformed line raises
+    EduFairError naming the file and the line."""
+    path = Path(path)
+    try:
+        fh = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise EduFairError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    with fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield lineno, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise EduFairError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from exc
+
+
+def read_jsonl(path: str | os.PathLike) -> list[Any]:
+    return [obj for _, obj in iter_jsonl(path)]
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
