@@ -1,0 +1,88 @@
+"""Helpers shared by the bank loaders: stable ids, answer forms, seeded sampling, paths."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Sequence, TypeVar
+
+from ..answer_match import normalize_answer
+from ..errors import EduFairError
+
+BANK_VERSION = "1.0"
+DEFAULT_SEED = 0
+DEFAULT_PER_DOMAIN = 500
+
+T = TypeVar("T")
+
+
+def repo_root() -> Path:
+    """The checkout root (parent of the ``edufair_metrics`` package)."""
+    return Path(__file__).resolve().parents[2]
+
+
+def shared_data_dir() -> Path:
+    """``<repo>/../shared/data``: where CI and developers keep the read-only corpora."""
+    return repo_root().parent / "shared" / "data"
+
+
+def item_id(domain: str, source: str, question: str, answer: str) -> str:
+    """Stable id from the source question text (+ gold, since SciQ repeats a few question texts
+    with different answers): ``physics-sciq-3f2a9c01b7de``."""
+    digest = hashlib.sha256(f"{question.strip()}\x1f{answer.strip()}".encode("utf-8")).hexdigest()
+    return f"{domain}-{source}-{digest[:12]}"
+
+
+def canonical_number(text: str, where: str = "") -> str:
+    """``"1,000"`` -> ``"1000"``, ``"18.50"`` -> ``"18.5"``, ``"-3"`` -> ``"-3"``."""
+    s = text.strip().replace(",", "").replace("$", "").replace("\u2212", "-")
+    try:
+        value = Decimal(s)
+    except InvalidOperation:
+        raise EduFairError(f"{where}not a number: {text!r}") from None
+    if not value.is_finite():
+        raise EduFairError(f"{where}not a finite number: {text!r}")
+    if value == value.to_integral_value():
+        return str(int(value))
+    return format(value.normalize(), "f")
+
+
+def numeric_answer_forms(canonical: str) -> list[str]:
+    """Common renderings of a numeric gold: plain, thousands-grouped, with a trailing ".0".
+    Currency and words are left to the matcher (``answer_match``), which parses numbers."""
+    forms = [canonical]
+    value = Decimal(canonical)
+    if value == value.to_integral_value():
+        n = int(value)
+        if abs(n) >= 1000:
+            forms.append(f"{n:,}")
+        forms.append(f"{n}.0")
+    return forms
+
+
+def text_answer_forms(answer: str) -> list[str]:
+    """SciQ gold: its normalised phrase (matcher adds plural/singular variants)."""
+    norm = normalize_answer(answer)
+    return [norm] if norm else []
+
+
+_WS = re.compile(r"\s+")
+
+
+def clean_text(text: str) -> str:
+    """Collapse runs of whitespace (SciQ has stray newlines/double spaces) and trim."""
+    return _WS.sub(" ", text).strip()
+
+
+def seeded_sample(items: Sequence[T], k: int, seed: int) -> list[T]:
+    """Up to ``k`` items chosen with ``random.Random(seed)`` (stable across CPython 3
+    versions), returned in their original order."""
+    if k < 0:
+        raise EduFairError(f"--per-domain must be >= 0 (got {k})")
+    if len(items) <= k:
+        return list(items)
+    idx = sorted(random.Random(seed).sample(range(len(items)), k))
+    return [items[i] for i in idx]

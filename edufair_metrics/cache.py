@@ -1,0 +1,237 @@
+"""Persistent call cache for every model call (judge, student, tutor).
+
+Storage: one SQLite file in WAL mode. Each ``put`` is its own transaction (``BEGIN IMMEDIATE`` ...
+``COMMIT``), so a process killed with SIGKILL at any instant leaves either the whole record or
+nothing: SQLite never exposes a partially written row, and a reader after a crash sees exactly the
+committed records. ``synchronous=NORMAL`` (the recommended setting with WAL) keeps every committed
+transaction across a process kill; only an OS crash / power loss may drop the last few commits,
+never corrupt the file. Values are stored as JSON together with their sha256, and a row whose
+value does not parse or does not match its checksum is treated as a miss (belt and braces).
+
+Key: ``sha256`` of a canonical JSON (sorted keys, no whitespace, UTF-8) of a key object that holds
+everything that determines the output: a ``namespace`` ("judge", "student", "tutor", ...), the
+model identity, the decoding settings and the exact messages/prompt. Anything whose name looks like
+a credential (``api_key``, ``authorization``, ``password``, ``secret``, access tokens) is removed
+from the key object before hashing, recursively, so neither keys nor headers ever influence or
+reach the cache. Values that contain the text of an API key found in the environment are refused.
+
+Location (policy, visible via ``edufair cache``): ``$EDUFAIR_CACHE_DIR/edufair-calls.sqlite`` when
+``EDUFAIR_CACHE_DIR`` is set, else ``results/cache/edufair-calls.sqlite`` relative to the current
+working directory. Threads: one connection per thread (``threading.local``); processes: SQLite
+locking with a busy timeout.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+CACHE_FILENAME = "edufair-calls.sqlite"
+SCHEMA_VERSION = 1
+
+_SECRET_NAME = re.compile(r"api_?key|authori[sz]ation|password|passwd|secret|bearer|access_?token|auth_?token|^token$")
+
+
+def default_cache_path() -> Path:
+    """``$EDUFAIR_CACHE_DIR/edufair-calls.sqlite`` if set, else ``./results/cache/edufair-calls.sqlite``."""
+    env = os.environ.get("EDUFAIR_CACHE_DIR")
+    if env:
+        return Path(env).expanduser() / CACHE_FILENAME
+    return Path.cwd() / "results" / "cache" / CACHE_FILENAME
+
+
+def is_secret_name(name: str) -> bool:
+    """True for names like api_key, API-Key, Authorization, x-api-key, access_token, password."""
+    norm = str(name).lower().replace("-", "_")
+    return bool(_SECRET_NAME.search(norm))
+
+
+def strip_secrets(obj: Any) -> Any:
+    """A copy of ``obj`` without any mapping entry whose name looks like a credential."""
+    if isinstance(obj, dict):
+        return {k: strip_secrets(v) for k, v in obj.items() if not is_secret_name(k)}
+    if isinstance(obj, (list, tuple)):
+        return [strip_secrets(v) for v in obj]
+    return obj
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(strip_secrets(obj), sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def cache_key(key_obj: Any) -> str:
+    """sha256 hex digest of the canonical JSON of ``key_obj`` (credentials stripped)."""
+    return hashlib.sha256(canonical_json(key_obj).encode("utf-8")).hexdigest()
+
+
+def known_secrets() -> list[str]:
+    """API keys present in the environment (never written anywhere by this package)."""
+    out = []
+    for name, value in os.environ.items():
+        if value and len(value) >= 8 and value != "EMPTY" and is_secret_name(name) and name.upper().endswith("KEY"):
+            out.append(value)
+    return out
+
+
+def _namespace_of(key_obj: Any) -> str:
+    if isinstance(key_obj, dict) and isinstance(key_obj.get("namespace"), str):
+        return key_obj["namespace"]
+    return ""
+
+
+class CallCache:
+    """Persistent key/value cache of model calls. ``get``/``put`` take the key *object*."""
+
+    def __init__(self, path: str | os.PathLike | None = None, timeout_s: float = 60.0):
+        self.path = Path(path) if path is not None else default_cache_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._timeout = timeout_s
+        self._local = threading.local()
+        self._all_conns: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        conn = self._conn()
+        with self._lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS calls ("
+                    " key TEXT PRIMARY KEY, namespace TEXT NOT NULL, value TEXT NOT NULL,"
+                    " value_sha256 TEXT NOT NULL, created REAL NOT NULL)"
+                )
+                conn.execute("CREATE INDEX IF NOT EXISTS calls_ns ON calls(namespace)")
+                conn.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(str(self.path), timeout=self._timeout, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA busy_timeout={int(self._timeout * 1000)}")
+            self._local.conn = conn
+            with self._lock:
+                self._all_conns.append(conn)
+        return conn
+
+    def get(self, key_obj: Any) -> Any | None:
+        """The stored value, or None on a miss (or an unreadable row, which is logged)."""
+        key = cache_key(key_obj)
+        row = self._conn().execute("SELECT value, value_sha256 FROM calls WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        value, digest = row
+        if hashlib.sha256(value.encode("utf-8")).hexdigest() != digest:
+            log.warning("cache %s: entry %s fails its checksum; ignored", self.path, key[:12])
+            return None
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            log.warning("cache %s: entry %s is not valid JSON; ignored", self.path, key[:12])
+            return None
+
+    def put(self, key_obj: Any, value: Any) -> bool:
+        """Store ``value`` (JSON-serialisable) in its own committed transaction. Returns False (and
+        stores nothing) if the key or value would contain an API key from the environment."""
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True, allow_nan=False)
+        key_text = canonical_json(key_obj)
+        for secret in known_secrets():
+            if secret in text or secret in key_text:
+                log.warning("cache: refusing to store an entry that contains an API key")
+                return False
+        key = hashlib.sha256(key_text.encode("utf-8")).hexdigest()
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "INSERT OR REPLACE INTO calls (key, namespace, value, value_sha256, created) VALUES (?, ?, ?, ?, ?)",
+                (key, _namespace_of(key_obj), text, hashlib.sha256(text.encode("utf-8")).hexdigest(), time.time()),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            raise
+        return True
+
+    def __contains__(self, key_obj: Any) -> bool:
+        return self.get(key_obj) is not None
+
+    def stats(self) -> dict[str, Any]:
+        """{"path", "entries", "namespaces": {ns: n}, "size_bytes" (db + WAL), "oldest", "newest"}."""
+        conn = self._conn()
+        rows = conn.execute("SELECT namespace, COUNT(*) FROM calls GROUP BY namespace ORDER BY namespace").fetchall()
+        oldest, newest = conn.execute("SELECT MIN(created), MAX(created) FROM calls").fetchone()
+        size = 0
+        for suffix in ("", "-wal"):
+            p = Path(str(self.path) + suffix)
+            if p.exists():
+                size += p.stat().st_size
+        return {
+            "path": str(self.path),
+            "entries": sum(n for _, n in rows),
+            "namespaces": {ns: n for ns, n in rows},
+            "size_bytes": size,
+            "oldest": oldest,
+            "newest": newest,
+        }
+
+    def clear(self, namespace: str | None = None) -> int:
+        """Delete all entries (or those of one namespace); returns how many were deleted."""
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if namespace is None:
+                cur = conn.execute("DELETE FROM calls")
+            else:
+                cur = conn.execute("DELETE FROM calls WHERE namespace = ?", (namespace,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        if namespace is None:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.execute("VACUUM")
+        return cur.rowcount
+
+    def close(self) -> None:
+        with self._lock:
+            conns, self._all_conns = self._all_conns, []
+        for conn in conns:
+            try:
+                conn.close()
+            except sqlite3.Error:  # pragma: no cover
+                pass
+        self._local = threading.local()
+
+    def __enter__(self) -> "CallCache":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def open_cache(spec: str | os.PathLike | None) -> CallCache | None:
+    """Cache policy from a setting: None/"" -> default path; "off"/"none"/"false" -> no cache;
+    anything else -> that path."""
+    if spec is None or str(spec).strip() == "":
+        return CallCache(default_cache_path())
+    if str(spec).strip().lower() in ("off", "none", "false", "no", "disabled"):
+        return None
+    return CallCache(Path(str(spec)).expanduser())

@@ -1,0 +1,128 @@
+"""Model calls for the dialogue runner: build the student through lm-eval's model registry, and
+wrap any harness LM so every call is cached persistently (resume after a crash makes no repeated
+call) and a batch failure only fails the dialogues it hits."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Callable
+
+from lm_eval.api.instance import Instance
+
+from .errors import EduFairError
+
+log = logging.getLogger("edufair")
+
+
+def build_student(cfg: dict[str, Any]):
+    """The simulated student, built with lm-eval's registry like any ``--model``."""
+    import lm_eval.models  # noqa: F401  (registers built-in models before get_model; see internals §1)
+    from lm_eval.api.registry import get_model
+
+    name = cfg["model"]
+    args = cfg.get("model_args") or {}
+    extra = {"batch_size": cfg.get("batch_size", "auto")}
+    try:
+        cls = get_model(name)
+    except (KeyError, ValueError) as exc:
+        raise EduFairError(f"edufair.student.model: unknown lm-eval model '{name}'") from exc
+    if isinstance(args, str):
+        return cls.create_from_arg_string(args, extra)
+    return cls.create_from_arg_obj(dict(args), extra)
+
+
+def prompt_text(ctx) -> str:
+    """The rendered prompt as text: a chat string (hf, vllm) or the JSON messages of an API model
+    (lm-eval's JsonChatStr; its str() is a repr with escapes)."""
+    return ctx.prompt if hasattr(ctx, "prompt") else str(ctx)
+
+
+def _system_survived(ctx, system: str) -> bool:
+    if hasattr(ctx, "prompt"):
+        try:
+            msgs = json.loads(ctx.prompt)
+            return any(m.get("role") == "system" and system in m.get("content", "") for m in msgs)
+        except (ValueError, AttributeError, TypeError):
+            pass
+    return system in prompt_text(ctx)
+
+
+class CachedGenerator:
+    """``generate_until`` over many contexts in ONE call to the underlying LM, with a persistent
+    per-call cache keyed by (role, model identity, decoding settings, exact rendered prompt)."""
+
+    def __init__(self, lm, role: str, identity: dict[str, Any], cache_path: str | None, task: str = "") -> None:
+        self.lm = lm
+        self.role = role
+        self.identity = identity
+        self.task = task
+        self.cache = None
+        if cache_path:
+            from .cache import CallCache
+
+            self.cache = CallCache(cache_path)
+        self.calls = 0  # batched calls made to the LM
+        self.requests = 0  # requests sent (cache misses)
+        self.hits = 0
+
+    def render(self, messages: list[dict[str, str]]):
+        """Render with the model's own chat template, and refuse templates that drop the system
+        prompt (lm-eval's hf/vllm silently drop system messages when a template rejects them,
+        which would erase the demographic cue)."""
+        ctx = self.lm.apply_chat_template(messages, add_generation_prompt=True)
+        system = messages[0]["content"] if messages and messages[0]["role"] == "system" else None
+        if system and not _system_survived(ctx, system):
+            raise EduFairError(
+                f"the {self.role} model's chat template dropped the system prompt; "
+                "EduFair needs a chat model whose template accepts a system message"
+            )
+        return ctx
+
+    def _key(self, ctx, gen_kwargs: dict[str, Any]) -> dict[str, Any]:
+        return {"namespace": self.role, "model": self.identity, "gen_kwargs": gen_kwargs, "prompt": prompt_text(ctx)}
+
+    def generate(self, contexts: list, gen_kwargs: dict[str, Any], docs: list[dict[str, Any]]) -> list[Any]:
+        """Returns one output string per context, or the Exception that request failed with."""
+        outputs: list[Any] = [None] * len(contexts)
+        misses = []
+        for i, ctx in enumerate(contexts):
+            hit = self.cache.get(self._key(ctx, gen_kwargs)) if self.cache else None
+            if hit is not None:
+                outputs[i] = hit
+                self.hits += 1
+            else:
+                misses.append(i)
+        if misses:
+            results = self._call([contexts[i] for i in misses], gen_kwargs, [docs[i] for i in misses])
+            for i, res in zip(misses, results):
+                outputs[i] = res
+                if self.cache is not None and isinstance(res, str):
+                    self.cache.put(self._key(contexts[i], gen_kwargs), res)
+        return outputs
+
+    def _instances(self, contexts, gen_kwargs, docs) -> list[Instance]:
+        return [
+            Instance("generate_until", doc, (ctx, dict(gen_kwargs)), 0, (self.task, j, 1))
+            for j, (ctx, doc) in enumerate(zip(contexts, docs))
+        ]
+
+    def _call(self, contexts, gen_kwargs, docs) -> list[Any]:
+        self.calls += 1
+        self.requests += len(contexts)
+        try:
+            outs = self.lm.generate_until(self._instances(contexts, gen_kwargs, docs))
+            return [o if isinstance(o, str) else EduFairError(f"non-text output {type(o).__name__}") for o in outs]
+        except Exception as exc:  # noqa: BLE001 - isolate failures per dialogue below
+            if len(contexts) == 1:
+                return [exc]
+            log.warning("edufair: batched %s call failed (%s); retrying its %d requests one by one", self.role, exc, len(contexts))
+        results: list[Any] = []
+        for ctx, doc in zip(contexts, docs):
+            self.calls += 1
+            try:
+                out = self.lm.generate_until(self._instances([ctx], gen_kwargs, [doc]))[0]
+                results.append(out if isinstance(out, str) else EduFairError("non-text output"))
+            except Exception as exc:  # noqa: BLE001
+                results.append(exc)
+        return results

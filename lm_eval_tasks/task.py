@@ -1,0 +1,251 @@
+"""The EduFair lm-eval task: a ConfigurableTask whose ``build_all_requests`` runs the paper's
+multi-turn tutoring dialogues with the harness's own LM as the tutor.
+
+Why here: lm-eval 0.4.13 has no multi-turn API and hands no LM to tasks; ``build_all_requests``
+is a public override point that receives ``--limit``, ``--samples``, rank and world size exactly as
+the harness intends, and the LM object ``evaluate`` is using is found on the call stack (see
+``shared/design/lm-eval-internals.md`` §2-3). Per turn, all active dialogues advance together: one
+batched ``generate_until`` for the tutor, one for the student. Each finished dialogue becomes one
+Instance whose first response is the transcript (JSON); the judge filter and ``process_results``
+turn it into scores.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from lm_eval.api.instance import Instance
+from lm_eval.api.task import ConfigurableTask
+
+from edufair_metrics import PROTOCOL_VERSION, __version__
+from edufair_metrics.dialogue import DialogueState, stop_after_tutor_turn
+from edufair_metrics.errors import EduFairError
+from edufair_metrics.records import (
+    ALL_METRICS,
+    STOP_STUDENT_FAILED,
+    STOP_TUTOR_FAILED,
+    TASK_DOMAINS,
+)
+from edufair_metrics.settings import redact, resolve_runner_settings
+
+log = logging.getLogger("edufair")
+
+
+def find_harness_lm(chat_template=None):
+    """The LM object ``lm_eval.evaluator.evaluate`` is running (the CachingLM with --use_cache)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "evaluate" and frame.f_globals.get("__name__") == "lm_eval.evaluator":
+            return frame.f_locals["lm"]
+        frame = frame.f_back
+    owner = getattr(chat_template, "__self__", None)
+    if owner is not None:
+        return owner
+    raise EduFairError("the EduFair task must be run by lm_eval.evaluator.evaluate (lm_eval CLI or simple_evaluate)")
+
+
+def _unwrap(lm):
+    return getattr(lm, "lm", lm)  # CachingLM keeps the real model in .lm
+
+
+def _warn_batching(lm) -> None:
+    real = _unwrap(lm)
+    from lm_eval.models.api_models import TemplateAPI
+
+    if isinstance(real, TemplateAPI):
+        if int(getattr(real, "_concurrent", 1) or 1) <= 1:
+            log.warning(
+                "edufair: the tutor endpoint gets one request at a time; pass num_concurrent=N in --model_args "
+                "so all dialogues of a turn are sent concurrently"
+            )
+    elif str(getattr(real, "batch_size", "")) == "1" or getattr(real, "batch_size", None) == 1:
+        log.warning("edufair: the tutor runs with batch size 1; pass --batch_size auto so each turn is one batched call")
+
+
+class EduFairTask(ConfigurableTask):
+    """One task = one (condition, domain); one document = one (question, condition level)."""
+
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        config = dict(config or {})
+        config.pop("class", None)
+        yaml_block = dict(config.pop("edufair", {}) or {})
+        # condition and domain are fixed by each task YAML (edufair_cell), never by --metadata.
+        cell = config.pop("edufair_cell", None) or {}
+        self.condition = cell.get("condition")
+        self.domain = cell.get("domain")
+        if self.domain not in TASK_DOMAINS.values():
+            raise EduFairError(f"{config.get('task')}: unknown domain '{self.domain}'")
+        self.settings = resolve_runner_settings(yaml_block, config.get("metadata") or {})
+        # The judge filter's settings come from the same merged settings (YAML < file < metadata < env);
+        # `enabled: false` records every label as missing ("judge disabled"), e.g. for --predict_only.
+        judge_cfg = dict(self.settings.get("judge") or {})
+        enabled = bool(judge_cfg.pop("enabled", True))
+        for pipeline in config.get("filter_list") or []:
+            for step in pipeline.get("filter", []):
+                step["judge"] = {**(step.get("judge") or {}), **judge_cfg}
+                step["enabled"] = enabled
+                step.setdefault("cache_path", self._cache_path())
+        super().__init__(config=config)
+
+    # ---- documents -------------------------------------------------------------------------
+    def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs) -> None:
+        import datasets
+
+        from edufair_metrics.bank import load_bank
+        from edufair_metrics.prompts import expand_documents
+
+        items = load_bank(self.domain, self.settings.get("bank_dir"))
+        docs = expand_documents(items, self.condition, self.settings.get("levels"))
+        if not docs:
+            raise EduFairError(f"{self.config.task}: the bank for {self.domain} is empty")
+        self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(docs)})
+
+    # ---- the dialogue runner ---------------------------------------------------------------
+    def _cache_path(self) -> str | None:
+        cache = self.settings.get("cache") or {}
+        if cache.get("enabled", True) is False:
+            return None
+        from edufair_metrics.cache import default_cache_path
+
+        if cache.get("path"):
+            return str(cache["path"])
+        if cache.get("dir"):
+            from edufair_metrics.cache import CACHE_FILENAME
+
+            return str(Path(cache["dir"]).expanduser() / CACHE_FILENAME)
+        return str(default_cache_path())
+
+    def _tutor_identity(self, lm) -> dict[str, Any]:
+        meta = self.config.metadata or {}
+        args = {k: v for k, v in meta.items() if k not in ("edufair", "version", "config_source", "task", "group")}
+        return redact({"class": type(_unwrap(lm)).__name__, "model_args": args})
+
+    def build_all_requests(
+        self,
+        *,
+        limit=None,
+        samples=None,
+        rank=0,
+        world_size=1,
+        system_instruction=None,
+        apply_chat_template=False,
+        chat_template=None,
+        **kwargs,
+    ) -> None:
+        from edufair_metrics.generation import CachedGenerator, build_student
+
+        tutor_lm = find_harness_lm(chat_template)
+        _warn_batching(tutor_lm)
+        if not apply_chat_template:
+            log.info("edufair: dialogues are always rendered with each model's own chat template")
+        doc_pairs = list(self.doc_iterator(rank=rank, limit=limit, samples=samples, world_size=world_size))
+        if not doc_pairs:
+            raise ValueError(f"{self.config.task}: no documents to run")
+        cache_path = self._cache_path()
+        tutor_gk = dict(self.config.generation_kwargs or {})
+        student_cfg = self.settings["student"]
+        student_gk = dict(student_cfg.get("generation_kwargs") or {"temperature": 0, "max_gen_toks": 2048, "until": []})
+        tutor = CachedGenerator(tutor_lm, "tutor", self._tutor_identity(tutor_lm), cache_path, self.config.task)
+        student = CachedGenerator(
+            build_student(student_cfg), "student", redact({k: student_cfg.get(k) for k in ("model", "model_args")}),
+            cache_path, self.config.task,
+        )
+        states = [DialogueState(doc=doc) for _, doc in doc_pairs]
+        self.dialogue_states = states
+        max_turns = int(self.settings["max_tutor_turns"])
+        log.info("edufair: %s: %d dialogues, up to %d tutor turns", self.config.task, len(states), max_turns)
+
+        from tqdm import tqdm
+
+        with tqdm(total=max_turns, desc=f"{self.config.task} turns", unit="turn") as bar:
+            # The student answers the opening question first.
+            self._advance(student, states, "student", student_gk, lambda s: s.student_messages())
+            for _turn in range(max_turns):
+                active = [s for s in states if not s.done]
+                if not active:
+                    break
+                self._advance(tutor, active, "tutor", tutor_gk, lambda s: s.tutor_messages(system_instruction))
+                for s in active:
+                    if not s.done:
+                        s.stop_reason = stop_after_tutor_turn(s, max_turns)
+                active = [s for s in active if not s.done]
+                bar.update(1)
+                bar.set_postfix(active=len(active))
+                if not active:
+                    break
+                self._advance(student, active, "student", student_gk, lambda s: s.student_messages())
+
+        repeats = self.config.repeats or 1
+        instances = []
+        for (doc_id, doc), state in zip(doc_pairs, states):
+            transcript = state.to_transcript(task=self.config.task, doc_id=doc_id)
+            ctx = tutor.render(state.tutor_messages(system_instruction))
+            inst = Instance(
+                request_type="generate_until",
+                doc=doc,
+                # The harness makes one more call per document; keep it to a single token.
+                arguments=(ctx, {"max_gen_toks": 1, "until": [], "temperature": 0}),
+                idx=0,
+                metadata=(self.config.task, doc_id, repeats),
+            )
+            inst.resps.append(json.dumps(transcript.to_dict(), ensure_ascii=False))
+            instances.append(inst)
+        self._instances = instances
+
+    def _advance(self, generator, states, role: str, gen_kwargs: dict[str, Any], messages) -> None:
+        """One batched call for all ``states``; failures end only the dialogues they hit."""
+        contexts = [generator.render(messages(s)) for s in states]
+        outputs = generator.generate(contexts, gen_kwargs, [s.doc for s in states])
+        for state, out in zip(states, outputs):
+            if isinstance(out, Exception):
+                state.stop_reason = STOP_STUDENT_FAILED if role == "student" else STOP_TUTOR_FAILED
+                state.error = f"{role} call failed: {type(out).__name__}: {out}"
+                log.warning("edufair: %s (question %s, level %s)", state.error, state.doc["question_id"], state.doc["level"])
+            else:
+                state.add(role, out)
+
+    # ---- metrics ------------------------------------------------------------------------------
+    def process_results(self, doc, results):
+        return process_results(doc, results)
+
+
+def provenance_for(record: dict[str, Any]) -> dict[str, Any]:
+    from edufair_metrics.prompts import protocol_hash
+
+    return {"package_version": __version__, "protocol_version": PROTOCOL_VERSION, "protocol_sha256": protocol_hash()}
+
+
+def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
+    """Per document: the full record (transcript, judge labels, scores) for the samples file,
+    each of the nine scores for the per-metric means, and the score dict for the bias aggregates."""
+    record = results[0]
+    if isinstance(record, str):  # filter disabled: only the transcript is there
+        raise EduFairError("edufair tasks need the judge filter (filter_list) to produce scores")
+    record = dict(record)
+    record.setdefault("provenance", provenance_for(record))
+    scores = record["scores"]
+    out: dict[str, Any] = {"edufair_record": record}
+    for metric in ALL_METRICS:
+        out[metric] = scores["scores"].get(metric)
+    for agg in ("ped_abs_r", "conv_abs_r", "violations", "missing_label_rate"):
+        out[agg] = scores
+    return out
+
+
+# ---- aggregations referenced from the YAML -------------------------------------------------------
+def nanmean(items: list[Any]) -> float:
+    """Mean over dialogues that have a value (None/NaN = no applicable turn or missing labels)."""
+    vals = [float(x) for x in items if x is not None and not (isinstance(x, float) and math.isnan(x))]
+    return sum(vals) / len(vals) if vals else float("nan")
+
+
+def complete_dialogues(items: list[Any]) -> float:
+    """Number of dialogues that ended by the protocol's stop rule (not by a model failure)."""
+    from edufair_metrics.records import Transcript
+
+    return float(sum(1 for r in items if Transcript.from_dict(r["transcript"]).complete))

@@ -1,0 +1,23 @@
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("EDUFAIR_SHARED_DIR", REPO.parent / "shared"))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path, monkeypatch):
+    # Tests never touch the user's cache; each test gets its own.
+    monkeypatch.setenv("EDUFAIR_CACHE_DIR", str(tmp_path / "cache"))
+    # Keep lm-eval / HF offline in tests.
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+
+
+def shared_file(*parts: str) -> Path:
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared material not found at {path} (set EDUFAIR_SHARED_DIR)")
+    return path

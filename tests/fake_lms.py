@@ -1,0 +1,62 @@
+"""In-process fake chat models for runner tests: they render chats like lm-eval's API models
+(JsonChatStr), record every batched call, and answer from a script keyed on the conversation."""
+
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+import lm_eval.models  # noqa: F401  (built-in models must be registered before ours; internals §1)
+from lm_eval.api.model import LM
+from lm_eval.api.registry import MODEL_REGISTRY, register_model
+from lm_eval.models.api_models import JsonChatStr
+
+
+def default_tutor(messages: list[dict]) -> str:
+    n_tutor = sum(1 for m in messages if m["role"] == "assistant") - 1  # minus the opening question
+    return f"<think>private plan {n_tutor}</think>Good effort. What does step {n_tutor + 1} tell you?"
+
+
+def default_student(messages: list[dict]) -> str:
+    n = sum(1 for m in messages if m["role"] == "assistant")
+    return f"I am not sure, maybe it is attempt {n}?"
+
+
+class ScriptedChatLM(LM):
+    def __init__(self, respond: Callable[[list[dict]], str] = default_tutor, **kwargs) -> None:
+        super().__init__()
+        self.respond = respond
+        self.calls: list[list[list[dict]]] = []  # one entry per generate_until call
+        self.gen_kwargs: list[dict] = []
+
+    def apply_chat_template(self, chat_history, add_generation_prompt=True):
+        return JsonChatStr(json.dumps(chat_history, ensure_ascii=False))
+
+    def generate_until(self, requests, disable_tqdm: bool = False):
+        batch = [json.loads(r.args[0].prompt) for r in requests]
+        self.calls.append(batch)
+        self.gen_kwargs.append(dict(requests[0].args[1]) if requests else {})
+        return [self.respond(msgs) for msgs in batch]
+
+    def loglikelihood(self, requests):  # pragma: no cover - not used by EduFair
+        raise NotImplementedError
+
+    def loglikelihood_rolling(self, requests):  # pragma: no cover
+        raise NotImplementedError
+
+
+STUDENTS: dict[str, ScriptedChatLM] = {}
+
+
+if "edufair-fake-student" not in MODEL_REGISTRY:
+
+    @register_model("edufair-fake-student")
+    class FakeStudent(ScriptedChatLM):
+        """Built by the runner through lm-eval's registry; the instance is kept for assertions."""
+
+        def __init__(self, script: str = "default", **kwargs) -> None:
+            super().__init__(respond=STUDENT_SCRIPTS[script])
+            STUDENTS[script] = self
+
+
+STUDENT_SCRIPTS: dict[str, Callable[[list[dict]], str]] = {"default": default_student}

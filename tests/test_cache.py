@@ -1,0 +1,143 @@
+"""Persistent call cache: keys, secrets, namespaces, threads, crash safety."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from edufair_metrics.cache import CallCache, cache_key, default_cache_path, open_cache, strip_secrets
+
+
+def test_roundtrip_persistence_and_canonical_keys(tmp_path):
+    path = tmp_path / "c.sqlite"
+    with CallCache(path) as c:
+        assert c.get({"namespace": "judge", "x": 1}) is None
+        assert c.put({"namespace": "judge", "model": "m", "messages": [{"role": "user", "content": "hé"}]}, {"content": "ok", "n": [1, 2]})
+    with CallCache(path) as c:  # new process-equivalent: fresh connection
+        # key order does not matter; content does
+        assert c.get({"messages": [{"content": "hé", "role": "user"}], "model": "m", "namespace": "judge"}) == {"content": "ok", "n": [1, 2]}
+        assert c.get({"namespace": "judge", "model": "m", "messages": [{"role": "user", "content": "he"}]}) is None
+        assert c.get({"namespace": "judge", "model": "m2", "messages": [{"role": "user", "content": "hé"}]}) is None
+
+
+def test_secrets_never_part_of_keys(tmp_path, monkeypatch):
+    k1 = {"namespace": "student", "model": "m", "api_key": "sk-1", "headers": {"Authorization": "Bearer sk-1", "X-Api-Key": "k"}}
+    k2 = {"namespace": "student", "model": "m", "api_key": "sk-2", "headers": {}}
+    assert cache_key(k1) == cache_key(k2)
+    assert strip_secrets(k1) == {"namespace": "student", "model": "m", "headers": {}}
+    # max_tokens is not a secret
+    assert strip_secrets({"max_tokens": 5}) == {"max_tokens": 5}
+    monkeypatch.setenv("EDUFAIR_JUDGE_API_KEY", "sk-test-SECRET-123456")
+    path = tmp_path / "c.sqlite"
+    with CallCache(path) as c:
+        assert c.put(k1, {"content": "fine"})
+        assert not c.put({"namespace": "judge"}, {"content": "leaks sk-test-SECRET-123456"})  # refused
+        assert c.get({"namespace": "judge"}) is None
+    data = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    assert b"sk-1" not in data and b"sk-test-SECRET" not in data
+
+
+def test_stats_and_clear_by_namespace(tmp_path):
+    with CallCache(tmp_path / "c.sqlite") as c:
+        for i in range(3):
+            c.put({"namespace": "judge", "i": i}, i)
+        for i in range(2):
+            c.put({"namespace": "student", "i": i}, i)
+        st = c.stats()
+        assert st["entries"] == 5 and st["namespaces"] == {"judge": 3, "student": 2}
+        assert st["size_bytes"] > 0 and st["path"].endswith("c.sqlite")
+        assert c.clear("student") == 2
+        assert c.stats()["namespaces"] == {"judge": 3}
+        assert c.get({"namespace": "judge", "i": 1}) == 1
+        assert c.clear() == 3
+        assert c.stats()["entries"] == 0
+
+
+def test_wal_mode_and_corrupt_rows_are_misses(tmp_path):
+    path = tmp_path / "c.sqlite"
+    with CallCache(path) as c:
+        c.put({"namespace": "judge", "k": 1}, {"v": 1})
+        assert c._conn().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        c._conn().execute("UPDATE calls SET value = '{\"v\": 2}'")  # checksum no longer matches
+        assert c.get({"namespace": "judge", "k": 1}) is None
+
+
+def test_threads_share_one_cache(tmp_path):
+    c = CallCache(tmp_path / "c.sqlite")
+    errors = []
+
+    def work(t):
+        try:
+            for i in range(50):
+                c.put({"namespace": "judge", "t": t, "i": i}, [t, i])
+                assert c.get({"namespace": "judge", "t": t, "i": i}) == [t, i]
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    assert c.stats()["entries"] == 300
+    c.close()
+
+
+def test_default_path_policy(tmp_path, monkeypatch):
+    monkeypatch.delenv("EDUFAIR_CACHE_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert default_cache_path() == tmp_path / "results" / "cache" / "edufair-calls.sqlite"
+    monkeypatch.setenv("EDUFAIR_CACHE_DIR", str(tmp_path / "elsewhere"))
+    assert default_cache_path() == tmp_path / "elsewhere" / "edufair-calls.sqlite"
+    assert open_cache("off") is None
+    c = open_cache(None)
+    assert c.path == tmp_path / "elsewhere" / "edufair-calls.sqlite"
+    c.close()
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from edufair_metrics.cache import CallCache
+    c = CallCache(sys.argv[1])
+    i = 0
+    big = "x" * 20000
+    while True:
+        c.put({"namespace": "judge", "i": i}, {"i": i, "payload": big + str(i)})
+        if i == 20:
+            print("ready", flush=True)
+        i += 1
+    """
+)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_sigkill_mid_write_leaves_only_whole_records(tmp_path):
+    path = tmp_path / "c.sqlite"
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(0.3)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    conn = sqlite3.connect(str(path))
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
+    with CallCache(path) as c:
+        n = c.stats()["entries"]
+        assert n >= 21
+        # every committed record is whole and valid; the next one is absent, not partial
+        for i in range(n):
+            assert c.get({"namespace": "judge", "i": i}) == {"i": i, "payload": "x" * 20000 + str(i)}
+        assert c.get({"namespace": "judge", "i": n}) is None

@@ -1,0 +1,67 @@
+"""``edufair compare``: the CI gate's exit status."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from synthetic_runs import make_scores, write_run  # noqa: E402
+
+from edufair_metrics.cli import main as cli  # noqa: E402
+from edufair_metrics.compare import compare_frames  # noqa: E402
+from edufair_metrics.runs import scores_frame  # noqa: E402
+
+KW = dict(domains=("mathematics", "physics"), n_questions=40)
+REGRESSION = {("explicit", "female", "*"): 0.3, ("explicit", "immigrant", "*"): 0.3,
+              ("explicit", "other_language", "*"): 0.3, ("implicit", "michael", "*"): 0.3,
+              ("implicit", "jessica", "*"): 0.3, ("opposite", "s_female_t_male", "*"): 0.3}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cmp")
+    write_run(root / "base", "org/base", seed=1, **KW)
+    write_run(root / "same", "org/cand", seed=2, **KW)
+    write_run(root / "bad", "org/cand", seed=2, bias=REGRESSION, **KW)
+    return root
+
+
+def test_no_regression_passes(runs, tmp_path):
+    rc = cli(["compare", "--baseline", str(runs / "base"), "--candidate", str(runs / "same"),
+              "--n-boot", "200", "--out", str(tmp_path / "c")])
+    assert rc == 0
+    assert (tmp_path / "c" / "compare.csv").exists() and (tmp_path / "c" / "compare.md").exists()
+
+
+def test_injected_regression_fails(runs, tmp_path, capsys):
+    rc = cli(["compare", "--baseline", str(runs / "base"), "--candidate", str(runs / "bad"),
+              "--n-boot", "200", "--out", str(tmp_path / "c")])
+    assert rc == 1
+    assert "FAIL" in capsys.readouterr().out
+
+
+def test_regression_within_allowance_passes_headline_rule(runs, tmp_path):
+    # a huge allowance and no new-violation rule -> pass even with the injected bias
+    rc = cli(["compare", "--baseline", str(runs / "base"), "--candidate", str(runs / "bad"), "--n-boot", "100",
+              "--max-increase", "1.0", "--new-violations", "ignore", "--out", str(tmp_path / "c")])
+    assert rc == 0
+
+
+def test_bad_input_exits_2(runs, tmp_path):
+    assert cli(["compare", "--baseline", str(tmp_path / "nope"), "--candidate", str(runs / "same")]) == 2
+    write_run(tmp_path / "two", "org/x", n_questions=16, conditions=("explicit",))
+    write_run(tmp_path / "two", "org/y", n_questions=16, conditions=("explicit",))
+    assert cli(["compare", "--baseline", str(tmp_path / "two"), "--candidate", str(runs / "same")]) == 2
+
+
+def test_headline_delta_and_ci_direction():
+    base = scores_frame(make_scores(tutor="b", seed=1, **KW))
+    bad = scores_frame(make_scores(tutor="c", seed=2, bias=REGRESSION, **KW))
+    res = compare_frames(base, bad, n_boot=200)
+    h = res.headline
+    assert h["delta"] > 0.05 and h["delta_ci_low"] > 0 and res.failed
+    same = compare_frames(base, base, n_boot=100)
+    assert same.headline["delta"] == 0 and not same.failed
+    assert same.headline["delta_ci_low"] == 0 == same.headline["delta_ci_high"]

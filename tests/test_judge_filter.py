@@ -1,0 +1,159 @@
+"""JudgeFilter (lm-eval post-processing), `edufair judge` re-judging, `edufair cache`, and the
+rule that the API key is never written anywhere."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from lm_eval.api.filter import Filter
+
+from edufair_metrics.cli import main as cli_main
+from edufair_metrics.judge_filter import JudgeFilter
+from edufair_metrics.records import JUDGE_MISSING, JUDGE_OK, STOP_STUDENT_FAILED, Transcript, Turn
+
+try:
+    from fake_openai import FakeOpenAI, HTTPError, labels_json
+except ImportError:  # tests/ as a package
+    from tests.fake_openai import FakeOpenAI, HTTPError, labels_json
+
+SECRET = "sk-test-SECRET-0123456789abcdef"
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch, tmp_path):
+    for v in ("EDUFAIR_JUDGE_BASE_URL", "EDUFAIR_JUDGE_MODEL", "EDUFAIR_JUDGE_CONCURRENCY", "EDUFAIR_JUDGE_CONFIG", "OPENAI_API_KEY", "EDUFAIR_JUDGE_STRUCTURED_OUTPUT", "EDUFAIR_JUDGE_MAX_RETRIES", "EDUFAIR_JUDGE_TIMEOUT_S"):
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setenv("EDUFAIR_JUDGE_API_KEY", SECRET)
+    monkeypatch.setenv("EDUFAIR_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def _transcripts():
+    a = Transcript(
+        "qa", "physics", "explicit", "gender", "female", "This is a Grade 8 female student.", "You are a student.",
+        [Turn("question", "Why do objects fall?"), Turn("student", "Because they are heavy."), Turn("tutor", "Interesting! What happens to a feather in a vacuum?"),
+         Turn("student", "It floats?"), Turn("tutor", "Good guess. Think about air resistance: what does it do?")],
+        "max_turns", task="edufair_physics", doc_id=0,
+    )
+    b = Transcript(
+        "qb", "physics", "explicit", "gender", "male", "This is a Grade 8 male student.", "You are a student.",
+        [Turn("question", "What is a force?"), Turn("student", "A push."), Turn("tutor", "Yes! Can you name one more kind?")],
+        STOP_STUDENT_FAILED, task="edufair_physics", doc_id=1, error="student endpoint failed after retries",
+    )
+    return [a, b]
+
+
+def _respond(req):
+    user = req.messages[1]["content"]
+    # the second tutor turn of dialogue qa always fails
+    if "air resistance" in user:
+        return HTTPError(500)
+    return labels_json(leak=1 if "Interesting" in user else 0)
+
+
+def test_filter_judges_all_transcripts_in_one_batch(tmp_path, capsys):
+    with FakeOpenAI(responder=_respond) as srv:
+        f = JudgeFilter(judge={"base_url": srv.base_url, "model": "fake-judge", "max_retries": 1, "backoff_base_s": 0.001, "backoff_max_s": 0.001}, cache_path=str(tmp_path / "c.sqlite"), progress=False)
+        assert isinstance(f, Filter)
+        resps = [[json.dumps(t.to_dict()), "placeholder"] for t in _transcripts()]
+        out = f.apply(resps, [{"id": 0}, {"id": 1}])
+        assert srv.calls == 1 + 2 + 1  # qa turn 2 ok, qa turn 4 twice (missing), qb turn 2 ok
+        assert all(r.headers["authorization"] == f"Bearer {SECRET}" for r in srv.requests)
+    assert len(out) == 2 and all(set(r) >= {"transcript", "judgements", "scores", "flags"} for r in out)
+    a, b = out
+    assert [j["status"] for j in a["judgements"]] == [JUDGE_OK, JUDGE_MISSING]
+    assert a["judgements"][1]["reason"].startswith("http_5xx") and a["judgements"][1]["labels"] is None
+    assert a["scores"]["missing_turns"] == 1 and a["scores"]["judged_turns"] == 1
+    assert a["scores"]["scores"]["answer_leakage"] == 1.0  # only the judged turn counts
+    assert a["scores"]["scores"]["tutor_turns"] == 2.0
+    assert a["flags"]["incomplete"] is False
+    # the failed dialogue is scored on the turns it has, and flagged
+    assert b["flags"] == {"incomplete": True, "stop_reason": STOP_STUDENT_FAILED, "error": "student endpoint failed after retries"}
+    assert b["scores"]["scores"]["answer_leakage"] == 0.0 and b["scores"]["judged_turns"] == 1
+    assert b["transcript"]["question_id"] == "qb"
+    err = capsys.readouterr().err
+    assert "explicit/female: missing 1/2 [http_5xx=1]" in err
+    assert "explicit/male: missing 0/1, 1 incomplete dialogue(s)" in err
+    assert f.last_summary["missing"] == 1
+    assert SECRET not in json.dumps(out)  # records are plain JSON (for --log_samples)
+    for p in tmp_path.rglob("*"):
+        if p.is_file():
+            assert SECRET.encode() not in p.read_bytes(), p
+
+
+def test_filter_disabled_records_every_turn_missing(capsys):
+    f = JudgeFilter(enabled=False, judge={"base_url": "http://127.0.0.1:9/v1"})
+    out = f.apply([[json.dumps(t.to_dict())] for t in _transcripts()], [{}, {}])
+    assert [[j["reason"] for j in r["judgements"]] for r in out] == [["judge disabled"] * 2, ["judge disabled"]]
+    assert all(j["labels"] is None for r in out for j in r["judgements"])
+    assert out[0]["scores"]["scores"]["answer_leakage"] is None  # NaN in JSON, never 0
+    assert out[0]["scores"]["scores"]["tutor_turns"] == 2.0
+    assert "missing 2/2" in capsys.readouterr().err
+
+
+def test_filter_rejects_non_transcript_response():
+    from edufair_metrics.errors import EduFairError
+
+    with pytest.raises(EduFairError, match="document 0"):
+        JudgeFilter(enabled=False).apply([["not json"]], [{}])
+
+
+def _write_samples(path, transcripts):
+    lines = []
+    for i, t in enumerate(transcripts):
+        rec = {"transcript": t.to_dict(), "judgements": [], "scores": {}, "flags": {}}
+        lines.append({"doc_id": i, "doc": {"id": t.question_id}, "edufair_record": rec, "filter": "judged"})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return lines
+
+
+def test_cli_rejudge_and_cache_and_key_never_written(tmp_path, capsys):
+    run_dir = tmp_path / "run" / "model__x"
+    samples = run_dir / "samples_edufair_physics_2025.jsonl"
+    original = _write_samples(samples, _transcripts())
+    before = samples.read_bytes()
+    out_dir = tmp_path / "rejudged"
+    cache_file = tmp_path / "cli-cache.sqlite"
+    with FakeOpenAI(responder=lambda req: labels_json()) as srv:
+        args = ["judge", str(tmp_path / "run"), "--judge-base-url", srv.base_url, "--judge-model", "second-judge", "--concurrency", "2", "--structured-output", "json_schema", "--cache", str(cache_file), "--out", str(out_dir), "--no-progress"]
+        assert cli_main(args) == 0
+        assert srv.calls == 3
+        assert srv.requests[0].body["response_format"]["type"] == "json_schema"
+        # rerun: everything from the cache
+        assert cli_main(args) == 0
+        assert srv.calls == 3
+    assert samples.read_bytes() == before  # input untouched
+    new = [json.loads(x) for x in (out_dir / samples.name).read_text(encoding="utf-8").splitlines()]
+    assert len(new) == 2
+    for old, line in zip(original, new):
+        assert {k: v for k, v in line.items() if k != "edufair_record"} == {k: v for k, v in old.items() if k != "edufair_record"}
+        assert line["edufair_record"]["transcript"] == old["edufair_record"]["transcript"]
+        assert all(j["status"] == JUDGE_OK for j in line["edufair_record"]["judgements"])
+        assert line["edufair_record"]["judge"]["model"] == "second-judge"
+    summary = json.loads((out_dir / "judge_summary.json").read_text())
+    assert summary["summary"]["ok"] == 3 and summary["summary"]["cached"] == 3
+    # the key is never written: grep every file produced (outputs, summaries, cache + WAL)
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name.startswith("cli-cache.sqlite") for p in written)
+    assert any(p.name == "judge_summary.json" for p in written)
+    for p in written:
+        assert SECRET.encode() not in p.read_bytes(), p
+    # cache command
+    capsys.readouterr()
+    assert cli_main(["cache", "--path", str(cache_file)]) == 0
+    shown = capsys.readouterr().out
+    assert "entries: 3" in shown and "judge: 3" in shown
+    assert cli_main(["cache", "--path", str(cache_file), "--clear", "judge"]) == 0
+    assert "cleared 3" in capsys.readouterr().out
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    bad = tmp_path / "samples_bad.jsonl"
+    bad.write_text('{"doc_id": 0}\n')
+    assert cli_main(["judge", str(bad), "--judge-base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "o"), "--cache", "off"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "samples_bad.jsonl:1" in err
+    assert cli_main(["judge", str(tmp_path / "nope.jsonl")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()  # no partial output

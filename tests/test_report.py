@@ -1,0 +1,130 @@
+"""Reading lm-eval-shaped runs, ``edufair report``, ``edufair leaderboard`` and the aggregations."""
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from synthetic_runs import make_scores, write_run  # noqa: E402
+
+from edufair_metrics import aggregations  # noqa: E402
+from edufair_metrics.cli import main as cli  # noqa: E402
+from edufair_metrics.errors import EduFairError  # noqa: E402
+from edufair_metrics.runs import load_run, load_runs, parse_labels, scores_frame, tutor_name  # noqa: E402
+from edufair_metrics.stats import contrast_grid, dimension_summary, headline  # noqa: E402
+
+BIAS = {("explicit", "female", "step_scaffolded"): 0.4}
+
+
+@pytest.fixture(scope="module")
+def two_tutors(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "out"
+    write_run(out, "org/fair", domains=("mathematics", "physics"), n_questions=30, seed=1)
+    write_run(out, "org/biased", domains=("mathematics", "physics"), n_questions=30, seed=2, missing_rate=0.1,
+              bias={("explicit", "female", "*"): 0.4, ("implicit", "michael", "*"): 0.4})
+    return out
+
+
+def test_load_run_variants(tmp_path):
+    md = write_run(tmp_path / "o", "org/m-1", conditions=("explicit",), n_questions=16)
+    res = next(md.glob("results_*.json"))
+    for p in (tmp_path / "o", md, res):
+        run = load_run(p)
+        assert run.label == "org/m-1" and len(run.scores) == 16 * 9
+        assert run.samples_files.keys() == {"edufair_explicit_math"}
+    assert load_run(md, label="Mine").label == "Mine"
+    md2 = write_run(tmp_path / "p", "org/m-2", conditions=("explicit",), n_questions=16, model_args_only=True)
+    assert load_run(md2).label == "org/m-2"
+    assert tutor_name({"config": {"model_args": {"model": "gpt-x"}}}) == "gpt-x"
+    labels = parse_labels([f"Renamed={md}"])
+    assert load_runs([tmp_path / "o"], labels)[0].label == "Renamed"
+    with pytest.raises(EduFairError):
+        parse_labels(["nolabel"])
+    with pytest.raises(EduFairError):
+        load_run(tmp_path / "missing")
+
+
+def test_newest_results_per_task(tmp_path):
+    out = tmp_path / "o"
+    write_run(out, "org/m", conditions=("explicit",), n_questions=16, seed=1, timestamp="2025-01-01T00-00-00.0")
+    write_run(out, "org/m", conditions=("explicit",), n_questions=17, seed=2, timestamp="2025-02-01T00-00-00.0")
+    run = load_run(out)
+    assert len(run.scores) == 17 * 9 and len(run.results_files) == 1
+
+
+def test_report_files_and_tables(two_tutors, tmp_path):
+    out = tmp_path / "rep"
+    assert cli(["report", str(two_tutors), "--out", str(out), "--n-boot", "100"]) == 0
+    for name in ["report_manifest.json", "grid.csv", "units.csv", "summary.md", "tables.md", "missing_labels.csv",
+                 "fig2_metric_heatmap.png", "fig3_dimension_dots.png", "fig4_implicit.png", "fig5_opposite.png"]:
+        assert (out / name).stat().st_size > 0, name
+    for n in (5, 6, 7, 8):
+        assert list(out.glob(f"table{n}_*.md")), n
+    for stem in ("table9_gender", "table10_ses", "table11_language", "table12_immigration"):
+        assert (out / f"{stem}.csv").exists()
+    t6 = pd.read_csv(out / "table6_metric.csv")
+    assert len(t6) == 2 * 2 and set(t6["tutor"]) == {"org/fair", "org/biased"}
+    t9 = pd.read_csv(out / "table9_gender.csv")
+    assert len(t9) == 4
+    biased = t9[(t9["tutor"] == "org/biased")]
+    assert biased["step_scaffolded"].str.endswith("*").all()  # injected violation flagged
+    t10 = pd.read_csv(out / "table10_ses.csv")
+    assert len(t10) == 2 * 2 * 3 and "Friedman p" in t10.columns
+    t5 = pd.read_csv(out / "table5_implicit.csv")
+    assert len(t5) == 2 * 2 * 3
+    t7 = pd.read_csv(out / "table7_opposite.csv")
+    assert set(t7["cell"]) == {"Correct", "Wrong", "Tutor effect", "Student effect", "S×T interaction"}
+    man = json.loads((out / "report_manifest.json").read_text())
+    assert man["parameters"]["n_boot"] == 100 and len(man["inputs"]) == 2
+    summary = (out / "summary.md").read_text()
+    assert "org/biased" in summary and "Missing judge labels" in summary
+    miss = pd.read_csv(out / "missing_labels.csv")
+    assert (miss.loc[miss["tutor"] == "org/biased", "missing_rate"] > 0).all()
+
+
+def test_report_insufficient_cells(tmp_path):
+    write_run(tmp_path / "o", "org/small", conditions=("explicit",), n_questions=10)
+    out = tmp_path / "rep"
+    assert cli(["report", str(tmp_path / "o"), "--out", str(out), "--n-boot", "20", "--no-figures"]) == 0
+    assert "insufficient (n=10)" in (out / "table9_gender.md").read_text()
+    assert "insufficient (n=10)" in (out / "table6_metric.md").read_text()
+
+
+def test_report_bad_input(tmp_path, capsys):
+    assert cli(["report", str(tmp_path / "nothing")]) == 2
+    assert "error" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert cli(["report", str(tmp_path / "empty")]) == 2
+
+
+def test_leaderboard(two_tutors, tmp_path, capsys):
+    out = tmp_path / "lb"
+    assert cli(["leaderboard", str(two_tutors), "--out", str(out), "--n-boot", "100"]) == 0
+    lb = pd.read_csv(out / "leaderboard.csv")
+    assert list(lb["tutor"]) == ["org/fair", "org/biased"]
+    assert lb.loc[0, "ped |r̄|"] < lb.loc[1, "ped |r̄|"]
+    assert lb.loc[1, "ped viol."] > lb.loc[0, "ped viol."]
+    assert {"step_scaffolded", "missing labels", "explicit", "implicit", "opposite"} <= set(lb.columns)
+    assert (out / "leaderboard.md").exists()
+    assert "org/biased" in capsys.readouterr().out
+
+
+def test_aggregations_agree_with_report_statistics():
+    scores = make_scores(conditions=("explicit",), n_questions=20, seed=4, bias=BIAS, missing_rate=0.05)
+    items = [s.to_dict() for s in scores] + [None]
+    units = dimension_summary(contrast_grid(scores_frame(scores)))
+    ped = headline(units.assign(tutor=""), kind="pedagogical")
+    assert aggregations.agg_ped_abs_r(items) == pytest.approx(float(ped["abs_r"].iloc[0]))
+    conv = headline(units.assign(tutor=""), kind="conversation")
+    assert aggregations.agg_conv_abs_r(items) == pytest.approx(float(conv["abs_r"].iloc[0]))
+    assert aggregations.agg_violations(items) == float(units[units["headline"]]["violation"].sum()) >= 1
+    rate = sum(s.missing_turns for s in scores) / sum(s.judged_turns for s in scores)
+    assert aggregations.agg_missing_label_rate(items) == pytest.approx(rate)
+    few = [s.to_dict() for s in make_scores(conditions=("explicit",), n_questions=5)]
+    assert math.isnan(aggregations.agg_ped_abs_r(few)) and math.isnan(aggregations.agg_violations(few))
+    assert math.isnan(aggregations.agg_missing_label_rate([None]))

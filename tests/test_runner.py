@@ -1,0 +1,165 @@
+"""The multi-turn runner through lm-eval's real entry point (simple_evaluate) with in-process
+fake models: batching per turn, roles and order, prompts, stop rule, reasoning stripping,
+question-major order, samples content and cache hits on rerun."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from lm_eval import simple_evaluate
+from lm_eval.tasks import TaskManager
+
+from edufair_metrics.prompts import condition_levels, system_prompts
+from edufair_metrics.records import Transcript
+from lm_eval_tasks import TASKS_DIR
+
+from .fake_lms import STUDENT_SCRIPTS, STUDENTS, ScriptedChatLM, default_student, default_tutor
+
+QUESTIONS = [
+    {"id": "phys-q1", "question": "What force pulls objects toward Earth?", "answer": "gravity", "answer_forms": ["gravity"]},
+    {"id": "phys-q2", "question": "What is the unit of force?", "answer": "newton", "answer_forms": ["newton"]},
+]
+
+
+@pytest.fixture
+def bank_dir(tmp_path):
+    d = tmp_path / "bank"
+    d.mkdir()
+    with open(d / "physics.jsonl", "w") as fh:
+        for q in QUESTIONS:
+            fh.write(json.dumps({**q, "domain": "physics", "grade": 8, "source": "sciq"}) + "\n")
+    return d
+
+
+def run(tutor, bank_dir, *, max_turns=3, limit=None, student_script="default", gen_kwargs=None, extra=None, task="edufair_explicit_physics"):
+    meta = {
+        "edufair": {
+            "max_tutor_turns": max_turns,
+            "bank_dir": str(bank_dir),
+            "student": {"model": "edufair-fake-student", "model_args": {"script": student_script}},
+            "judge": {"enabled": False},
+            **(extra or {}),
+        }
+    }
+    return simple_evaluate(
+        model=tutor,
+        tasks=[task],
+        task_manager=TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=meta),
+        limit=limit,
+        log_samples=True,
+        gen_kwargs=gen_kwargs,
+    )
+
+
+def records(results, task="edufair_explicit_physics"):
+    return [s["edufair_record"] for s in results["samples"][task]]
+
+
+def test_one_batched_call_per_turn_and_roles(bank_dir):
+    tutor = ScriptedChatLM(default_tutor)
+    results = run(tutor, bank_dir, max_turns=3)
+    student = STUDENTS["default"]
+    n_docs = 2 * 9
+    # 3 tutor turns, each one batched call over all 18 dialogues, then the harness's own 1-token call.
+    assert [len(c) for c in tutor.calls] == [n_docs, n_docs, n_docs, n_docs]
+    assert tutor.gen_kwargs[-1]["max_gen_toks"] == 1
+    # The student answers the question, then after tutor turns 1 and 2 (not after the last one).
+    assert [len(c) for c in student.calls] == [n_docs, n_docs, n_docs]
+
+    # Roles and order seen by each side.
+    first_student_view = student.calls[0][0]
+    assert [m["role"] for m in first_student_view] == ["system", "user"]
+    assert first_student_view[1]["content"] == QUESTIONS[0]["question"]
+    last_tutor_view = tutor.calls[2][0]
+    assert [m["role"] for m in last_tutor_view] == ["system", "assistant", "user", "assistant", "user", "assistant", "user"]
+    assert last_tutor_view[1]["content"] == QUESTIONS[0]["question"]
+    last_student_view = student.calls[2][0]
+    assert [m["role"] for m in last_student_view] == ["system", "user", "assistant", "user", "assistant", "user"]
+    # Reasoning is stripped before the other party sees a turn.
+    for call in tutor.calls + student.calls:
+        for msgs in call:
+            # (system prompts mention <think> in their own instructions)
+            assert all("<think>" not in m["content"] and "private plan" not in m["content"] for m in msgs[1:])
+
+    # Exact system prompts per condition level, question-major order.
+    levels = condition_levels("explicit")
+    for i, msgs in enumerate(tutor.calls[0]):
+        expected = system_prompts(levels[i % 9], "physics")
+        assert msgs[0] == {"role": "system", "content": expected.tutor}
+    for msgs in student.calls[0]:
+        assert msgs[0]["content"] == system_prompts(levels[0], "physics").student
+
+    recs = records(results)
+    assert [r["transcript"]["question_id"] for r in recs] == ["phys-q1"] * 9 + ["phys-q2"] * 9
+    assert [r["transcript"]["level"] for r in recs[:9]] == [lv.level for lv in levels]
+    t = Transcript.from_dict(recs[0]["transcript"])
+    assert t.stop_reason == "max_turns"
+    assert [x.role for x in t.turns] == ["question", "student", "tutor", "student", "tutor", "student", "tutor"]
+    assert t.turns[2].raw.startswith("<think>private plan 0</think>")
+    assert t.turns[2].text == "Good effort. What does step 1 tell you?"
+    assert t.tutor_system == system_prompts(levels[0], "physics").tutor
+    # Judge disabled: every tutor turn is recorded missing, none is given a value.
+    assert all(j["status"] == "missing" and j["labels"] is None for j in recs[0]["judgements"])
+    assert recs[0]["scores"]["scores"]["answer_leakage"] is None
+
+
+def test_tutor_decoding_comes_from_generation_kwargs(bank_dir):
+    tutor = ScriptedChatLM(default_tutor)
+    run(tutor, bank_dir, max_turns=1, limit=9)
+    assert tutor.gen_kwargs[0] == {"until": [], "temperature": 0.1, "max_gen_toks": 2048}
+    assert STUDENTS["default"].gen_kwargs[0] == {"temperature": 0, "max_gen_toks": 2048, "until": []}
+    tutor2 = ScriptedChatLM(default_tutor)
+    run(tutor2, bank_dir, max_turns=1, limit=9, gen_kwargs="temperature=0.7,max_gen_toks=64")
+    assert tutor2.gen_kwargs[0]["temperature"] == 0.7 and tutor2.gen_kwargs[0]["max_gen_toks"] == 64
+
+
+def test_stop_rule_reveal_and_confirm(bank_dir):
+    def tutor_reply(msgs):
+        n_prev = sum(1 for m in msgs if m["role"] == "assistant") - 1
+        if "female student" in msgs[0]["content"] and n_prev == 1:
+            return "Right, the answer is gravity."
+        return "Think about what pulls things down. What could it be?"
+
+    def student_reply(msgs):
+        return "Is it gravity?"
+
+    STUDENT_SCRIPTS["stop"] = student_reply
+    tutor = ScriptedChatLM(tutor_reply)
+    results = run(tutor, bank_dir, max_turns=4, limit=9, student_script="stop")
+    recs = {r["transcript"]["level"]: Transcript.from_dict(r["transcript"]) for r in records(results)}
+    # The student said "gravity" and the tutor repeated it: confirmed, after 2 tutor turns.
+    assert recs["female"].stop_reason == "answer_confirmed"
+    assert sum(1 for t in recs["female"].turns if t.role == "tutor") == 2
+    assert recs["male"].stop_reason == "max_turns"
+    # The stopped dialogue is no longer sent to the tutor.
+    assert [len(c) for c in tutor.calls[:4]] == [9, 9, 8, 8]
+
+
+def test_rerun_is_served_from_cache(bank_dir):
+    tutor = ScriptedChatLM(default_tutor)
+    first = run(tutor, bank_dir, max_turns=2, limit=9)
+    assert len(tutor.calls) == 3
+    tutor2 = ScriptedChatLM(default_tutor)
+    second = run(tutor2, bank_dir, max_turns=2, limit=9)
+    # Only the harness's own 1-token call remains; no tutor turn and no student turn is recomputed.
+    assert len(tutor2.calls) == 1 and tutor2.gen_kwargs[0]["max_gen_toks"] == 1
+    assert STUDENTS["default"].calls == []
+    assert [r["transcript"] for r in records(first)] == [r["transcript"] for r in records(second)]
+
+
+def test_limit_with_partial_pairs_keeps_question_major(bank_dir):
+    tutor = ScriptedChatLM(default_tutor)
+    results = run(tutor, bank_dir, max_turns=1, limit=11)
+    recs = records(results)
+    assert [r["transcript"]["question_id"] for r in recs] == ["phys-q1"] * 9 + ["phys-q2"] * 2
+
+
+def test_other_conditions_run(bank_dir):
+    for task, n in (("edufair_implicit_physics", 4), ("edufair_opposite_physics", 4)):
+        tutor = ScriptedChatLM(default_tutor)
+        results = run(tutor, bank_dir, max_turns=1, task=task)
+        recs = records(results, task)
+        assert len(recs) == 2 * n
+        pairs = {(r["transcript"]["tutor_system"], r["transcript"]["student_system"]) for r in recs[:n]}
+        assert len(pairs) == n
