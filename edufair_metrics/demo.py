@@ -117,7 +117,7 @@ def main(args: argparse.Namespace) -> int:
 
     report_dir = out / "report"
     report_args = argparse.Namespace(
-        runs=[str(out / "lm_eval")], out=str(report_dir), n_boot=args.n_boot, seed=0, min_pairs=15, label=None,
+        runs=[str(out / "lm_eval")], out=report_dir, n_boot=args.n_boot, seed=0, min_pairs=15, label=None,
     )
     print("edufair demo: writing the report ...", flush=True)
     report_main(_report_namespace(report_args))

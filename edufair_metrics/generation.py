@@ -108,21 +108,122 @@ class CachedGenerator:
         ]
 
     def _call(self, contexts, gen_kwargs, docs) -> list[Any]:
+        """One batched call. If the batch raises (lm-eval's API models raise for the whole batch
+        when one request fails after its own retries), the requests that did succeed are taken
+        from the LM's ``cache_hook`` (lm-eval reports every successful answer there), so only the
+        failed ones are re-sent, one by one; each still failing request becomes its Exception.
+        An empty or whitespace-only answer is a failure (``EmptyOutput``), never a turn: lm-eval
+        turns a null ``message.content`` into ``LMEVAL_MODEL_NONE_ANSWER_PLACEHOLDER`` ("")."""
         self.calls += 1
         self.requests += len(contexts)
+        recorder = _HookRecorder(self.lm)
+        if self.cache is not None:
+            # Persist each answer the moment it arrives, not after the whole batch: a kill in the
+            # middle of a turn loses no answer the client already received (issue 7 resume).
+            def store(prompt: str, res: str, gk=dict(gen_kwargs)) -> None:
+                if res.strip():
+                    self.cache.put({"namespace": self.role, "model": self.identity, "gen_kwargs": gk, "prompt": prompt}, res)
+
+            recorder.on_answer = store
         try:
-            outs = self.lm.generate_until(self._instances(contexts, gen_kwargs, docs))
-            return [o if isinstance(o, str) else EduFairError(f"non-text output {type(o).__name__}") for o in outs]
+            with recorder:
+                outs = self.lm.generate_until(self._instances(contexts, gen_kwargs, docs))
+            return [_checked(o) for o in outs]
         except Exception as exc:  # noqa: BLE001 - isolate failures per dialogue below
             if len(contexts) == 1:
                 return [exc]
-            log.warning("edufair: batched %s call failed (%s); retrying its %d requests one by one", self.role, exc, len(contexts))
+            log.warning("edufair: batched %s call failed (%s); retrying its failed requests one by one", self.role, describe_error(exc))
         results: list[Any] = []
         for ctx, doc in zip(contexts, docs):
+            done = recorder.answers.get(prompt_text(ctx))
+            if done is not None:  # answered inside the failed batch: not sent again
+                results.append(_checked(done))
+                continue
             self.calls += 1
             try:
                 out = self.lm.generate_until(self._instances([ctx], gen_kwargs, [doc]))[0]
-                results.append(out if isinstance(out, str) else EduFairError("non-text output"))
+                results.append(_checked(out))
             except Exception as exc:  # noqa: BLE001
                 results.append(exc)
         return results
+
+
+class EmptyOutput(EduFairError):
+    """The endpoint answered, but with no text (null/empty content)."""
+
+
+def _checked(out: Any) -> Any:
+    if not isinstance(out, str):
+        return EduFairError(f"non-text output {type(out).__name__}")
+    if not out.strip():
+        return EmptyOutput("empty output (null or blank message content)")
+    return out
+
+
+def failure_kind(exc: BaseException | str | None) -> str:
+    """A short failure class for summaries: timeout, http_429, http_5xx, http_4xx, connection,
+    bad_body (unparsable/malformed JSON), empty_output, other."""
+    if exc is None:
+        return "none"
+    status = getattr(exc, "status", None)  # aiohttp.ClientResponseError / openai.APIStatusError
+    if isinstance(status, int) and status >= 400:
+        return "http_429" if status == 429 else ("http_5xx" if status >= 500 else "http_4xx")
+    text = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+    low = text.lower()
+    import re
+
+    # "ClientResponseError: 429, message=..." as recorded in a transcript's error text
+    m = re.search(r"(?:ResponseError|StatusError|status)[:= ]+([45]\d\d)\b", text)
+    if "emptyoutput" in low or "empty output" in low:
+        return "empty_output"
+    if "timeout" in low or "timed out" in low:
+        return "timeout"
+    if m:
+        code = int(m.group(1))
+        return "http_429" if code == 429 else ("http_5xx" if code >= 500 else "http_4xx")
+    if any(w in low for w in ("disconnect", "connection", "reset by peer", "broken pipe")):
+        return "connection"
+    if any(w in low for w in ("jsondecode", "contenttype", "expecting value", "unterminated", "could not parse", "payload")):
+        return "bad_body"
+    return "other"
+
+
+def describe_error(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:500]
+
+
+class _HookRecorder:
+    """Temporarily wraps the LM's ``cache_hook`` to record successful answers by prompt while
+    still forwarding them (so ``--use_cache`` keeps working)."""
+
+    def __init__(self, lm) -> None:
+        self.real = getattr(lm, "lm", lm)  # CachingLM keeps the model in .lm
+        self.answers: dict[str, str] = {}
+        self.orig = None
+        self.on_answer = None
+
+    def add_partial(self, attr, req, res) -> None:
+        if attr == "generate_until" and isinstance(res, str):
+            try:
+                prompt = prompt_text(req[0])
+                self.answers[prompt] = res
+                if self.on_answer is not None:
+                    self.on_answer(prompt, res)
+            except (TypeError, IndexError):
+                pass
+        if self.orig is not None:
+            self.orig.add_partial(attr, req, res)
+
+    def __enter__(self):
+        self.orig = getattr(self.real, "cache_hook", None)
+        try:
+            self.real.cache_hook = self
+        except AttributeError:
+            pass
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.real.cache_hook = self.orig
+        except AttributeError:
+            pass

@@ -31,7 +31,7 @@ from lm_eval.api.filter import Filter
 from .cache import open_cache
 from .errors import EduFairError
 from .judge import judge_transcripts, load_judge_settings, missing_judgements, summarize_judgements
-from .records import JUDGE_MISSING, Transcript, TurnJudgement
+from .records import JUDGE_MISSING, STOP_STUDENT_FAILED, STOP_TUTOR_FAILED, Transcript, TurnJudgement
 from .scores import score_dialogue
 
 JUDGE_DISABLED = "judge disabled"
@@ -65,6 +65,10 @@ def missing_by_level(transcripts: list[Transcript], judgements: list[list[TurnJu
     for t, js in zip(transcripts, judgements):
         row = out.setdefault(f"{t.condition}/{t.level}", {"turns": 0, "missing": 0, "reasons": {}, "incomplete_dialogues": 0})
         row["incomplete_dialogues"] += int(not t.complete)
+        if t.stop_reason in (STOP_STUDENT_FAILED, STOP_TUTOR_FAILED):  # issue 7: failures by kind
+            kind = f"{t.stop_reason.split('_')[0]}:{_error_kind(t.error)}"
+            fails = row.setdefault("failed_dialogues", {})
+            fails[kind] = fails.get(kind, 0) + 1
         for j in js:
             row["turns"] += 1
             if j.status == JUDGE_MISSING:
@@ -72,6 +76,14 @@ def missing_by_level(transcripts: list[Transcript], judgements: list[list[TurnJu
                 kind = (j.reason or "unknown").split(":", 1)[0]
                 row["reasons"][kind] = row["reasons"].get(kind, 0) + 1
     return dict(sorted(out.items()))
+
+
+def _error_kind(error: str | None) -> str:
+    """The "[kind]" the runner puts in a failed dialogue's error text (see task._advance)."""
+    import re
+
+    m = re.search(r"\[([a-z0-9_]+)\]", error or "")
+    return m.group(1) if m else "other"
 
 
 def format_missing_summary(task: str, table: dict[str, dict[str, Any]], totals: dict[str, Any]) -> str:
@@ -83,7 +95,9 @@ def format_missing_summary(task: str, table: dict[str, dict[str, Any]], totals: 
         reasons = ", ".join(f"{k}={v}" for k, v in sorted(row["reasons"].items()))
         extra = f" [{reasons}]" if reasons else ""
         inc = f", {row['incomplete_dialogues']} incomplete dialogue(s)" if row["incomplete_dialogues"] else ""
-        lines.append(f"  {key}: missing {row['missing']}/{row['turns']}{extra}{inc}")
+        fails = ", ".join(f"{k}={v}" for k, v in sorted((row.get("failed_dialogues") or {}).items()))
+        fails = f" failed dialogues [{fails}]" if fails else ""
+        lines.append(f"  {key}: missing {row['missing']}/{row['turns']}{extra}{inc}{fails}")
     return "\n".join(lines)
 
 

@@ -188,8 +188,8 @@ class DialogueScores:
     scores: dict[str, float]
     tutor: str = ""  # tutor model identity, filled in by reports
     task: str = ""
-    missing_turns: int = 0
-    judged_turns: int = 0
+    missing_turns: int = 0  # tutor turns whose labels could not be obtained
+    judged_turns: int = 0  # tutor turns sent to the judge (missing ones included)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -41,6 +41,8 @@ class Run:
     model_name: str | None = None
     protocol_versions: set[str] = field(default_factory=set)
     skipped_lines: int = 0  # samples lines without an EduFair record
+    # issue 7: provenance fields that must agree to pool runs: field -> {value: where first seen}
+    compat: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def frame(self):
         """Long DataFrame (see ``stats.LONG_COLUMNS``) of this run's scores."""
@@ -179,6 +181,8 @@ def _load_model_dir(model_dir: Path, pinned: Path | None, labels: dict[Path, str
             pv = (rec.get("provenance") or {}).get("protocol_version")
             if pv:
                 run.protocol_versions.add(str(pv))
+            for name, value in compat_fields(rec.get("provenance") or {}).items():
+                run.compat.setdefault(name, {}).setdefault(value, f"{sf}:{lineno}")
     if not run.scores:
         raise EduFairError(f"{model_dir}: samples files hold no '{RECORD_KEY}' records (not an EduFair run?)")
     return run
@@ -199,7 +203,65 @@ def load_runs(paths: Iterable[str | Path], labels: dict[Path, str] | None = None
     versions = set().union(*(r.protocol_versions for r in runs)) if runs else set()
     if len(versions) > 1:
         raise EduFairError(f"runs use different protocol versions ({', '.join(sorted(versions))}); refusing to pool them")
+    from . import PROTOCOL_VERSION
+
+    if versions and versions != {str(PROTOCOL_VERSION)}:
+        where = next(str(r.model_dir) for r in runs if r.protocol_versions)
+        raise EduFairError(
+            f"{where}: results use protocol version {', '.join(sorted(versions))}, this edufair implements "
+            f"{PROTOCOL_VERSION}; refusing to report them (use the matching edufair release)"
+        )
+    check_compatible(runs)
     return runs
+
+
+# Provenance fields that must be identical across everything pooled into one report (issue 7).
+def compat_fields(prov: dict[str, Any]) -> dict[str, str]:
+    import json as _json
+
+    out: dict[str, str] = {}
+    for name in ("protocol_version", "protocol_sha256", "judge_prompts_sha256"):
+        if prov.get(name) is not None:
+            out[name] = str(prov[name])
+    judge = (prov.get("models") or {}).get("judge")
+    if judge:
+        out["judge model"] = str(judge.get("model"))
+    jdec = (prov.get("decoding") or {}).get("judge")
+    if jdec:
+        out["judge settings"] = _json.dumps(jdec, sort_keys=True)
+    for who in ("student",):
+        m = (prov.get("models") or {}).get(who)
+        if m:  # the model, not where it is served (base_url, concurrency may differ)
+            args = m.get("model_args") if isinstance(m.get("model_args"), dict) else {}
+            out[f"{who} model"] = f"{m.get('model')}:{args.get('model') or args.get('pretrained') or m.get('model_args')}"
+        d = (prov.get("decoding") or {}).get(who)
+        if d:
+            out[f"{who} decoding"] = _json.dumps(d, sort_keys=True)
+    bank = prov.get("bank") or {}
+    if bank.get("sha256"):
+        out[f"bank sha256 ({bank.get('domain')})"] = str(bank["sha256"])
+    if prov.get("max_tutor_turns") is not None:
+        out["max_tutor_turns"] = str(prov["max_tutor_turns"])
+    return out
+
+
+def check_compatible(runs: Sequence[Run]) -> None:
+    """Refuse, in one line, to pool records whose provenance disagrees on anything that changes
+    scores (protocol, prompts, judge model/settings, student, bank, turn budget)."""
+    seen: dict[str, dict[str, str]] = {}
+    for r in runs:
+        for name, values in r.compat.items():
+            seen.setdefault(name, {}).update({v: w for v, w in values.items() if v not in seen.get(name, {})})
+    for name, values in sorted(seen.items()):
+        if len(values) > 1:
+            (v1, w1), (v2, w2) = list(values.items())[:2]
+            raise EduFairError(
+                f"runs are not comparable: {name} differs ({_short(v1)} at {w1} vs {_short(v2)} at {w2}); refusing to pool them"
+            )
+
+
+def _short(v: str, n: int = 80) -> str:
+    return v if len(v) <= n else v[: n - 3] + "..."
 
 
 def load_run(path: str | Path, label: str | None = None) -> Run:

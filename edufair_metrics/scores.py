@@ -93,8 +93,11 @@ def score_dialogue(transcript: Transcript, judgements: list[TurnJudgement]) -> D
             raise ValueError(f"two judgements for turn {j.turn_index} of {transcript.question_id}")
         by_index[j.turn_index] = j
     ordered = [by_index[i] for i in tutor_idx if i in by_index]
-    judged = sum(1 for j in ordered if j.status == JUDGE_OK and j.labels is not None)
-    missing = len(tutor_idx) - judged
+    # judged_turns = tutor turns sent to the judge; missing_turns = those without valid labels,
+    # so missing_turns / judged_turns is the missing-label rate everywhere.
+    labelled = sum(1 for j in ordered if j.status == JUDGE_OK and j.labels is not None)
+    judged = len(tutor_idx)
+    missing = judged - labelled
     scores = {**pedagogical_rates(ordered), **conversation_metrics(transcript)}
     assert set(scores) == set(PEDAGOGICAL_METRICS) | set(CONVERSATION_METRICS)
     return DialogueScores(

@@ -8,18 +8,15 @@ from __future__ import annotations
 
 import copy
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from .cache import is_secret_name, strip_secrets
 from .errors import EduFairError
 
-# Keys whose values must never be written to results, samples, caches or logs.
-SECRET_KEY_PATTERN = re.compile(r"(api[_-]?key|authorization|token|secret|password)", re.IGNORECASE)
-
-RUNNER_KEYS = {"max_tutor_turns", "levels", "student", "judge", "cache", "render_check", "config", "bank_dir"}
+RUNNER_KEYS = {"preflight", "max_tutor_turns", "levels", "student", "judge", "cache", "render_check", "config", "bank_dir"}
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -32,13 +29,8 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
     return out
 
 
-def redact(obj: Any) -> Any:
-    """A copy with every secret-looking key removed (for provenance, logs and cache keys)."""
-    if isinstance(obj, dict):
-        return {k: redact(v) for k, v in obj.items() if not SECRET_KEY_PATTERN.search(str(k))}
-    if isinstance(obj, (list, tuple)):
-        return [redact(v) for v in obj]
-    return obj
+# A copy with every credential-looking key removed (for provenance, logs and cache keys).
+redact = strip_secrets
 
 
 def load_settings_file(path: str | os.PathLike) -> dict[str, Any]:
@@ -59,7 +51,9 @@ def load_settings_file(path: str | os.PathLike) -> dict[str, Any]:
 def _reject_secrets(obj: Any, where: str) -> None:
     if isinstance(obj, dict):
         for k, v in obj.items():
-            if SECRET_KEY_PATTERN.search(str(k)) and v not in (None, "", "EMPTY"):
+            # cache.is_secret_name, not SECRET_KEY_PATTERN: the latter also matches lm-eval's own
+            # `tokenized_requests` model arg (issue 7); over-redaction is harmless, rejection is not.
+            if is_secret_name(str(k)) and v not in (None, "", "EMPTY") and not isinstance(v, (bool, int, float)):
                 raise EduFairError(
                     f"{where}: '{k}' looks like a secret; API keys come from environment variables only"
                 )

@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -67,6 +69,51 @@ def _warn_batching(lm) -> None:
         log.warning("edufair: the tutor runs with batch size 1; pass --batch_size auto so each turn is one batched call")
 
 
+_REACHABLE: set[tuple[str, int]] = set()
+
+
+def _student_base_url(student: dict[str, Any]) -> str | None:
+    """The student's endpoint, for lm-eval API models only (local-chat-completions, ...)."""
+    import lm_eval.models  # noqa: F401
+    from lm_eval.api.registry import get_model
+    from lm_eval.models.api_models import TemplateAPI
+
+    try:
+        if not issubclass(get_model(student["model"]), TemplateAPI):
+            return None
+    except (KeyError, ValueError, TypeError):
+        return None
+    args = student.get("model_args") or {}
+    if isinstance(args, str):
+        args = dict(kv.split("=", 1) for kv in args.split(",") if "=" in kv)
+    url = args.get("base_url")
+    return str(url) if url else None
+
+
+def preflight(what: str, url: str | None, timeout_s: float = 3.0) -> None:
+    """A TCP connect to the endpoint's host:port (no request, no credentials), at most once per
+    endpoint and process. Skip with ``edufair.preflight: false`` or ``EDUFAIR_SKIP_PREFLIGHT=1``
+    (e.g. when the server is started later by the same job)."""
+    if not url:
+        return
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    if (parts.hostname, port) in _REACHABLE:
+        return
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
+    except OSError as exc:
+        raise EduFairError(
+            f"{what}: endpoint {url} is unreachable ({exc.strerror or exc}); start the server or fix base_url "
+            "(skip this check with EDUFAIR_SKIP_PREFLIGHT=1)"
+        ) from None
+    _REACHABLE.add((parts.hostname, port))
+
+
 class EduFairTask(ConfigurableTask):
     """One task = one (condition, domain); one document = one (question, condition level)."""
 
@@ -90,6 +137,17 @@ class EduFairTask(ConfigurableTask):
                 step["judge"] = {**(step.get("judge") or {}), **judge_cfg}
                 step["enabled"] = enabled
                 step.setdefault("cache_path", self._cache_path())
+        # issue 7: fail fast, before any dialogue runs, on a judge without endpoint and on
+        # unreachable student/judge endpoints (one line naming the endpoint).
+        if enabled:
+            from edufair_metrics.judge import load_judge_settings
+
+            judge_url = load_judge_settings(metadata=judge_cfg).base_url
+        else:
+            judge_url = None
+        if self.settings.get("preflight", True) and os.environ.get("EDUFAIR_SKIP_PREFLIGHT", "") in ("", "0"):
+            preflight("edufair.student", _student_base_url(self.settings["student"]))
+            preflight("edufair.judge", judge_url)
         super().__init__(config=config)
 
     # ---- documents -------------------------------------------------------------------------
@@ -155,6 +213,7 @@ class EduFairTask(ConfigurableTask):
             build_student(student_cfg), "student", redact({k: student_cfg.get(k) for k in ("model", "model_args")}),
             cache_path, self.config.task,
         )
+        _RUN_PROVENANCE[self.config.task] = run_provenance(self, tutor_lm, tutor.identity, student.identity, tutor_gk, student_gk)
         states = [DialogueState(doc=doc) for _, doc in doc_pairs]
         self.dialogue_states = states
         max_turns = int(self.settings["max_tutor_turns"])
@@ -204,7 +263,11 @@ class EduFairTask(ConfigurableTask):
         for state, out in zip(states, outputs):
             if isinstance(out, Exception):
                 state.stop_reason = STOP_STUDENT_FAILED if role == "student" else STOP_TUTOR_FAILED
-                state.error = f"{role} call failed: {type(out).__name__}: {out}"
+                # "[kind]" (generation.failure_kind) is what the end-of-run summary and the
+                # failed_dialogues breakdown count (issue 7).
+                from edufair_metrics.generation import describe_error, failure_kind
+
+                state.error = f"{role} call failed [{failure_kind(out)}]: {describe_error(out)}"
                 log.warning("edufair: %s (question %s, level %s)", state.error, state.doc["question_id"], state.doc["level"])
             else:
                 state.add(role, out)
@@ -214,10 +277,62 @@ class EduFairTask(ConfigurableTask):
         return process_results(doc, results)
 
 
+# task name -> run provenance, set by build_all_requests (the records of a task are scored in the
+# same process right after). Never holds secrets: identities go through ``redact``.
+_RUN_PROVENANCE: dict[str, dict[str, Any]] = {}
+
+
+def _sha256_file(path: Path) -> str | None:
+    import hashlib
+
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _harness_seeds() -> dict[str, Any]:
+    """lm-eval's seeds (simple_evaluate's arguments), found on the stack like the LM."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "simple_evaluate" and frame.f_globals.get("__name__") == "lm_eval.evaluator":
+            loc = frame.f_locals
+            return {k: loc.get(k) for k in ("random_seed", "numpy_random_seed", "torch_random_seed", "fewshot_random_seed")}
+        frame = frame.f_back
+    return {}
+
+
+def run_provenance(task: "EduFairTask", tutor_lm, tutor_identity, student_identity, tutor_gk, student_gk) -> dict[str, Any]:
+    """Everything a pooled report must agree on (issue 7): versions, prompt and bank hashes,
+    model identities (no secrets), decoding settings and seeds."""
+    from edufair_metrics.bank import bank_path
+    from edufair_metrics.judge import judge_prompts_path
+
+    bank_file = bank_path(task.domain, task.settings.get("bank_dir"))
+    return {
+        "bank": {"domain": task.domain, "file": bank_file.name, "sha256": _sha256_file(bank_file)},
+        "judge_prompts_sha256": _sha256_file(judge_prompts_path()),
+        "models": {"tutor": tutor_identity, "student": student_identity},
+        "decoding": {"tutor": tutor_gk, "student": student_gk},
+        "max_tutor_turns": task.settings.get("max_tutor_turns"),
+        "seeds": {**_harness_seeds(), "tutor_api_seed": getattr(_unwrap(tutor_lm), "_seed", None)},
+    }
+
+
+# judge settings that do not change a label (transport only): not part of "decoding"
+_JUDGE_NOT_DECODING = ("model", "base_url", "enabled", "concurrency", "timeout_s", "max_retries", "backoff_base_s", "backoff_max_s")
+
+
 def provenance_for(record: dict[str, Any]) -> dict[str, Any]:
     from edufair_metrics.prompts import protocol_hash
 
-    return {"package_version": __version__, "protocol_version": PROTOCOL_VERSION, "protocol_sha256": protocol_hash()}
+    out = {"package_version": __version__, "protocol_version": PROTOCOL_VERSION, "protocol_sha256": protocol_hash()}
+    task = (record.get("transcript") or {}).get("task")
+    out.update(_RUN_PROVENANCE.get(task or "", {}))
+    judge = record.get("judge") or {}
+    out.setdefault("models", {})["judge"] = redact({k: v for k, v in judge.items() if k in ("model", "base_url", "enabled")})
+    out.setdefault("decoding", {})["judge"] = redact({k: v for k, v in judge.items() if k not in _JUDGE_NOT_DECODING})
+    return out
 
 
 def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
@@ -234,7 +349,14 @@ def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
         out[metric] = scores["scores"].get(metric)
     for agg in ("ped_abs_r", "conv_abs_r", "violations", "missing_label_rate"):
         out[agg] = scores
+    # issue 7: dialogues ended by a student/tutor call that still failed after retries.
+    out["failed_dialogues"] = int(record["transcript"].get("stop_reason") in (STOP_STUDENT_FAILED, STOP_TUTOR_FAILED))
     return out
+
+
+def count(items: list[Any]) -> float:
+    """Sum of 0/1 flags (e.g. failed_dialogues)."""
+    return float(sum(int(x or 0) for x in items))
 
 
 # ---- aggregations referenced from the YAML -------------------------------------------------------

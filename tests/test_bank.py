@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import sys
@@ -22,7 +23,8 @@ from edufair_metrics.records import DOMAINS, GRADES
 from lm_eval_tasks import DATA_DIR
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "data"
+# Same convention as conftest.py: ../shared beside the checkout, or $EDUFAIR_SHARED_DIR.
+SHARED = Path(os.environ.get("EDUFAIR_SHARED_DIR", REPO.parent / "shared")) / "data"
 SCIQ_ZIP = SHARED / "sciq" / "SciQ.zip"
 GSM8K_DIR = SHARED / "gsm8k"
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "socrateach_multi.json"
@@ -327,3 +329,14 @@ def test_cli_builds_requested_domain(tmp_path, capsys, monkeypatch):
     assert re.search(r"mathematics\.jsonl\s+7 questions\s+source=gsm8k-proxy", captured.out)
     assert len(load_bank("mathematics", tmp_path)) == 7
     assert (tmp_path / "LICENSE-GSM8K.txt").is_file()
+
+
+def test_unreachable_hub_is_a_one_line_error(monkeypatch):
+    import datasets
+
+    def offline(*args, **kwargs):
+        raise ConnectionError("no network")
+
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    with pytest.raises(EduFairError, match=r"hub copy allenai/sciq is unavailable \(ConnectionError\); pass --sciq"):
+        sciq.load_sciq_train(None)

@@ -282,7 +282,7 @@ def test_missing_after_bound_with_reason_and_no_default(srv, behaviour, kind):
     assert j.attempts == 3 and srv.calls == 3
     assert summary["missing_by_kind"] == {kind: 1}
     scores = score_dialogue(t, out[0])
-    assert scores.missing_turns == 1 and scores.judged_turns == 0
+    assert scores.missing_turns == 1 and scores.judged_turns == 1
     for m in ("mistake_recognize", "answer_leakage", "step_scaffolded", "actionability", "corrective_tone"):
         assert math.isnan(scores.scores[m])  # never a default value
 

@@ -63,7 +63,7 @@ def test_filter_judges_all_transcripts_in_one_batch(tmp_path, capsys):
     a, b = out
     assert [j["status"] for j in a["judgements"]] == [JUDGE_OK, JUDGE_MISSING]
     assert a["judgements"][1]["reason"].startswith("http_5xx") and a["judgements"][1]["labels"] is None
-    assert a["scores"]["missing_turns"] == 1 and a["scores"]["judged_turns"] == 1
+    assert a["scores"]["missing_turns"] == 1 and a["scores"]["judged_turns"] == 2
     assert a["scores"]["scores"]["answer_leakage"] == 1.0  # only the judged turn counts
     assert a["scores"]["scores"]["tutor_turns"] == 2.0
     assert a["flags"]["incomplete"] is False

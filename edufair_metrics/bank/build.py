@@ -127,6 +127,12 @@ def _read_manifest(out_dir: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) and isinstance(data.get("files"), dict) else {}
 
 
+def _write(path: Path, text: str) -> None:
+    atomic_write_text(path, text)
+    # mkstemp creates 0600 files; the bank is package data that any user must be able to read.
+    path.chmod(0o644)
+
+
 def write_bank(out_dir: str | Path, built: Sequence[BuiltFile], seed: int) -> dict[str, Any]:
     """Write the JSONL files, their licences, the merged manifest and the README."""
     out_dir = Path(out_dir)
@@ -138,9 +144,9 @@ def write_bank(out_dir: str | Path, built: Sequence[BuiltFile], seed: int) -> di
             raise EduFairError(f"{b.domain}: duplicate ids in the built bank")
         text = dumps_bank(b.items)
         name = f"{b.domain}.jsonl"
-        atomic_write_text(out_dir / name, text)
+        _write(out_dir / name, text)
         src = b.entry["source"]
-        atomic_write_text(out_dir / LICENSE_FILES[src], LICENSE_TEXTS[src])
+        _write(out_dir / LICENSE_FILES[src], LICENSE_TEXTS[src])
         files[name] = {
             "domain": b.domain,
             "count": len(b.items),
@@ -151,8 +157,8 @@ def write_bank(out_dir: str | Path, built: Sequence[BuiltFile], seed: int) -> di
             **b.entry,
         }
     manifest = {"bank_version": BANK_VERSION, "files": dict(sorted(files.items()))}
-    atomic_write_text(out_dir / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
-    atomic_write_text(out_dir / README, render_readme(manifest))
+    _write(out_dir / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
+    _write(out_dir / README, render_readme(manifest))
     return manifest
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import re
 from decimal import Decimal, InvalidOperation
@@ -25,8 +26,10 @@ def repo_root() -> Path:
 
 
 def shared_data_dir() -> Path:
-    """``<repo>/../shared/data``: where CI and developers keep the read-only corpora."""
-    return repo_root().parent / "shared" / "data"
+    """``<repo>/../shared/data`` (or ``$EDUFAIR_SHARED_DIR/data``): where CI and developers keep
+    the read-only corpora."""
+    root = os.environ.get("EDUFAIR_SHARED_DIR")
+    return (Path(root) if root else repo_root().parent / "shared") / "data"
 
 
 def item_id(domain: str, source: str, question: str, answer: str) -> str:

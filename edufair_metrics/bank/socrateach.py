@@ -14,8 +14,9 @@ A dialogue passes when (paper §3.1.2):
 (iii) >= 1 correct or partially correct reply after the last error;
 (iv)  no explicit ground-truth disclosure: no teacher utterance states the gold answer
       (``answer_match.mentions_answer``, after removing a verbatim copy of the problem text)
-      before the student has stated it in an earlier reply. Confirming a student's correct
-      answer is therefore not disclosure; revealing it first is.
+      before the student has stated it in an earlier reply (a reply "states" it when the matcher
+      finds the gold value in it, even as an operand). Confirming a student's correct answer is
+      therefore not disclosure; revealing it first is.
 
 A problem is kept when at least one of its dialogues passes. ``user_type`` values are not
 documented; :func:`classify_user_type` maps them by keywords (checked in this order):
