@@ -32,6 +32,28 @@ def build_student(cfg: dict[str, Any]):
     return cls.create_from_arg_obj(dict(args), extra)
 
 
+# Model arguments that change how requests are sent, never what a model answers: they are left out
+# of cache keys so that a new port (edufair demo picks a free one), more concurrency or another
+# replica behind a load balancer still reuses every cached call.
+EXECUTION_ONLY_ARGS = frozenset({
+    "base_url", "num_concurrent", "max_retries", "timeout", "batch_size", "max_batch_size", "device",
+    "tokenized_requests", "verify_certificate", "header", "headers", "max_length", "parallelize",
+    "gpu_memory_utilization", "tensor_parallel_size", "data_parallel_size", "swap_space", "enable_prefix_caching",
+})
+
+
+def model_identity(kind: str, model_args: dict[str, Any] | str | None) -> dict[str, Any]:
+    """What determines a model's answers: its lm-eval class/name and the arguments that matter."""
+    if isinstance(model_args, str):
+        from lm_eval.utils import simple_parse_args_string
+
+        model_args = simple_parse_args_string(model_args)
+    from .cache import strip_secrets
+
+    args = {k: v for k, v in (model_args or {}).items() if k not in EXECUTION_ONLY_ARGS}
+    return strip_secrets({"kind": kind, "model_args": args})
+
+
 def prompt_text(ctx) -> str:
     """The rendered prompt as text: a chat string (hf, vllm) or the JSON messages of an API model
     (lm-eval's JsonChatStr; its str() is a repr with escapes)."""

@@ -93,6 +93,16 @@ def env_overrides() -> dict[str, Any]:
     return out
 
 
+def merge_layer(settings: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
+    """deep_merge, except that a layer naming a student model brings that model's own arguments:
+    the default student's endpoint arguments must not leak into, say, an in-process vLLM student."""
+    student = layer.get("student") if isinstance(layer, dict) else None
+    if isinstance(student, dict) and "model" in student:
+        settings = copy.deepcopy(settings)
+        settings.setdefault("student", {})["model_args"] = {}
+    return deep_merge(settings, layer)
+
+
 def resolve_runner_settings(yaml_block: dict[str, Any], metadata: dict[str, Any] | None) -> dict[str, Any]:
     """YAML defaults < settings file (``edufair.config``) < --metadata < environment."""
     meta_block = (metadata or {}).get("edufair") or {}
@@ -104,8 +114,8 @@ def resolve_runner_settings(yaml_block: dict[str, Any], metadata: dict[str, Any]
     settings = copy.deepcopy(yaml_block)
     config_file = meta_block.get("config") or yaml_block.get("config")
     if config_file:
-        settings = deep_merge(settings, load_settings_file(config_file))
-    settings = deep_merge(settings, {k: v for k, v in meta_block.items() if k != "config"})
-    settings = deep_merge(settings, env_overrides())
+        settings = merge_layer(settings, load_settings_file(config_file))
+    settings = merge_layer(settings, {k: v for k, v in meta_block.items() if k != "config"})
+    settings = merge_layer(settings, env_overrides())
     settings.pop("config", None)
     return validate_runner_settings(settings, "edufair settings")

@@ -27,6 +27,7 @@ from lm_eval.api.task import ConfigurableTask
 from edufair_metrics import PROTOCOL_VERSION, __version__
 from edufair_metrics.dialogue import DialogueState, stop_after_tutor_turn
 from edufair_metrics.errors import EduFairError
+from edufair_metrics.generation import CachedGenerator, build_student, model_identity
 from edufair_metrics.records import (
     ALL_METRICS,
     STOP_STUDENT_FAILED,
@@ -36,6 +37,8 @@ from edufair_metrics.records import (
 from edufair_metrics.settings import redact, resolve_runner_settings
 
 log = logging.getLogger("edufair")
+
+HARNESS_PLACEHOLDER = "EduFair: this dialogue is finished; reply with one token."
 
 
 def find_harness_lm(chat_template=None):
@@ -181,7 +184,7 @@ class EduFairTask(ConfigurableTask):
     def _tutor_identity(self, lm) -> dict[str, Any]:
         meta = self.config.metadata or {}
         args = {k: v for k, v in meta.items() if k not in ("edufair", "version", "config_source", "task", "group")}
-        return redact({"class": type(_unwrap(lm)).__name__, "model_args": args})
+        return model_identity(type(_unwrap(lm)).__name__, args)
 
     def build_all_requests(
         self,
@@ -195,7 +198,6 @@ class EduFairTask(ConfigurableTask):
         chat_template=None,
         **kwargs,
     ) -> None:
-        from edufair_metrics.generation import CachedGenerator, build_student
 
         tutor_lm = find_harness_lm(chat_template)
         _warn_batching(tutor_lm)
@@ -210,7 +212,7 @@ class EduFairTask(ConfigurableTask):
         student_gk = dict(student_cfg.get("generation_kwargs") or {"temperature": 0, "max_gen_toks": 2048, "until": []})
         tutor = CachedGenerator(tutor_lm, "tutor", self._tutor_identity(tutor_lm), cache_path, self.config.task)
         student = CachedGenerator(
-            build_student(student_cfg), "student", redact({k: student_cfg.get(k) for k in ("model", "model_args")}),
+            build_student(student_cfg), "student", model_identity(student_cfg["model"], student_cfg.get("model_args")),
             cache_path, self.config.task,
         )
         _RUN_PROVENANCE[self.config.task] = run_provenance(self, tutor_lm, tutor.identity, student.identity, tutor_gk, student_gk)
@@ -240,15 +242,18 @@ class EduFairTask(ConfigurableTask):
                 self._advance(student, active, "student", student_gk, lambda s: s.student_messages())
 
         repeats = self.config.repeats or 1
+        # lm-eval makes one more generate_until call per document after this method returns. The
+        # dialogue is already finished, so that call gets a tiny prompt and one token: re-sending
+        # the whole conversation would cost a full prefill per dialogue (real money for API tutors).
+        # The transcript is the instance's first response and, in full, in the samples file.
+        done_ctx = tutor_lm.apply_chat_template([{"role": "user", "content": HARNESS_PLACEHOLDER}], add_generation_prompt=True)
         instances = []
         for (doc_id, doc), state in zip(doc_pairs, states):
             transcript = state.to_transcript(task=self.config.task, doc_id=doc_id)
-            ctx = tutor.render(state.tutor_messages(system_instruction))
             inst = Instance(
                 request_type="generate_until",
                 doc=doc,
-                # The harness makes one more call per document; keep it to a single token.
-                arguments=(ctx, {"max_gen_toks": 1, "until": [], "temperature": 0}),
+                arguments=(done_ctx, {"max_gen_toks": 1, "until": [], "temperature": 0}),
                 idx=0,
                 metadata=(self.config.task, doc_id, repeats),
             )

@@ -51,7 +51,7 @@ def call_key(req: FakeRequest) -> tuple[str, str]:
     """(role, exact messages + decoding): two requests with the same key are the same call."""
     body = req.body or {}
     role = role_of(req)
-    if role == "tutor" and body.get("max_tokens") == 1:
+    if body.get("max_tokens") == 1:
         role = "harness"  # lm-eval's own 1-token call per document (not a dialogue turn)
     return role, json.dumps([req.messages, body.get("max_tokens"), body.get("temperature")], sort_keys=True)
 

@@ -1,0 +1,111 @@
+"""Bad input (issue 7): each case fails with a non-zero exit, ONE line naming the problem and
+where (the last stderr line; lm-eval prints a traceback before it), and no output written."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from .edufair_cli import EduFairFake, cli_env, lm_eval_argv, run_cli, write_bank
+
+pytestmark = pytest.mark.slow
+
+
+def _last_line(stderr: str) -> str:
+    return [ln for ln in stderr.splitlines() if ln.strip()][-1]
+
+
+def _free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def _case(tmp_path, fake_url, *, bank_text=None, extra=None, judge=None, url=None):
+    bank = write_bank(tmp_path / "bank", n=1)
+    if bank_text is not None:
+        (bank / "physics.jsonl").write_text(bank_text)
+    out = tmp_path / "out"
+    argv = lm_eval_argv(url or fake_url, bank, out, extra=extra, judge=None if judge == "unset" else judge)
+    if judge == "unset":
+        meta = json.loads(argv[-1])
+        meta["edufair"]["judge"] = {"model": "fake-judge"}
+        argv[-1] = json.dumps(meta)
+    r = run_cli(argv, cli_env(tmp_path / "cache"), tmp_path)
+    assert r.returncode != 0
+    assert not out.exists() or not any(out.rglob("*")), "partial output written"
+    return _last_line(r.stderr)
+
+
+CASES = {
+    "malformed_bank_line": (dict(bank_text='{"id": "q1", "question": "x"\n'), ["physics.jsonl", ":1"]),
+    "unknown_level": (dict(extra={"levels": ["martian"]}), ["martian"]),
+    "unknown_key": (dict(extra={"max_turns": 3}), ["unknown edufair setting", "max_turns"]),
+    "turns_not_int": (dict(extra={"max_tutor_turns": "ten"}), ["max_tutor_turns", "'ten'"]),
+    "judge_url_unset": (dict(judge="unset"), ["judge endpoint not set"]),
+}
+
+
+@pytest.fixture(scope="module")
+def fake():
+    with EduFairFake() as f:
+        yield f
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bad_input_one_line(tmp_path, fake, name):
+    kwargs, needles = CASES[name]
+    line = _case(tmp_path, fake.url, **kwargs)
+    assert "EduFairError" in line, line
+    for n in needles:
+        assert n in line, line
+    assert fake.srv.calls == 0 or name != "judge_url_unset"
+
+
+def test_metadata_edufair_not_an_object(tmp_path, fake):
+    bank = write_bank(tmp_path / "bank")
+    argv = lm_eval_argv(fake.url, bank, tmp_path / "out")
+    argv[-1] = json.dumps({"edufair": ["max_tutor_turns", 3]})
+    r = run_cli(argv, cli_env(tmp_path / "cache"), tmp_path)
+    assert r.returncode != 0 and "'edufair' must be a JSON object" in _last_line(r.stderr)
+
+
+def test_unreachable_endpoint_fails_fast_naming_it(tmp_path, fake):
+    dead = f"http://127.0.0.1:{_free_port()}/v1"
+    bank = write_bank(tmp_path / "bank")
+    argv = lm_eval_argv(fake.url, bank, tmp_path / "out")
+    meta = json.loads(argv[-1])
+    meta["edufair"]["judge"]["base_url"] = dead
+    argv[-1] = json.dumps(meta)
+    before = fake.srv.calls
+    r = run_cli(argv, cli_env(tmp_path / "cache"), tmp_path, timeout=60)
+    line = _last_line(r.stderr)
+    assert r.returncode != 0 and "edufair.judge" in line and dead in line and "unreachable" in line, line
+    assert fake.srv.calls == before, "no dialogue may run before the endpoint check"
+
+
+def test_report_refuses_other_protocol_version_cli(tmp_path):
+    """A results folder whose records carry another protocol version is refused in one line."""
+    from .synthetic_runs import write_run
+
+    model_dir = write_run(tmp_path / "runs", "org/old-model")
+    for sf in model_dir.glob("samples_*.jsonl"):
+        lines = []
+        for ln in sf.read_text().splitlines():
+            obj = json.loads(ln)
+            obj["edufair_record"].setdefault("provenance", {})["protocol_version"] = "edufair-bench-0"
+            lines.append(json.dumps(obj))
+        sf.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "report"
+    r = subprocess.run([sys.executable, "-m", "edufair_metrics.cli", "report", str(tmp_path / "runs"), "--out", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    line = _last_line(r.stderr)
+    assert "protocol version" in line and "edufair-bench-0" in line, line
+    assert not out.exists() or not any(out.rglob("*"))
