@@ -21,15 +21,20 @@ from .errors import EduFairError
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", default="edufair_explicit_physics", help="EduFair task to run (default: %(default)s)")
-    parser.add_argument("--questions", type=int, default=2, help="questions to run; every demographic level of each (default: %(default)s)")
+    parser.add_argument("--questions", type=int, default=1, help="questions to run; every demographic level of each (default: %(default)s)")
+    parser.add_argument("--levels", default=None,
+                        help="comma-separated condition levels to run (default: all), e.g. female,male")
     parser.add_argument("--max-tutor-turns", type=int, default=3, help="T_max for the demo (the protocol uses 10; default: %(default)s)")
-    parser.add_argument("--tutor-max-tokens", type=int, default=96)
-    parser.add_argument("--student-max-tokens", type=int, default=64)
-    parser.add_argument("--judge-max-tokens", type=int, default=160)
+    parser.add_argument("--tutor-max-tokens", type=int, default=64, help="(default: %(default)s)")
+    parser.add_argument("--student-max-tokens", type=int, default=48, help="(default: %(default)s)")
+    # The six-field JSON needs 52-64 tokens; a lower cap cuts it into invalid JSON.
+    parser.add_argument("--judge-max-tokens", type=int, default=128, help="(default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="llama.cpp threads (default: half the cores; all cores are faster only on an idle machine)")
     parser.add_argument("--model-file", help="serve this GGUF file instead of the embedded SmolLM2")
     parser.add_argument("--endpoint", help="use this OpenAI-compatible base URL (…/v1) instead of starting a local server")
     parser.add_argument("--endpoint-model", default=None, help="model name at --endpoint")
-    parser.add_argument("--n-ctx", type=int, default=8192, help="local server context size (default: %(default)s)")
+    parser.add_argument("--n-ctx", type=int, default=4096, help="local server context size (default: %(default)s)")
     parser.add_argument("--out", default=None, help="output folder (default: results/demo-<timestamp>)")
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples in the report")
 
@@ -41,6 +46,7 @@ def _lm_eval_command(args, out: Path, base_url: str, model: str, limit: int) -> 
     metadata = {
         "edufair": {
             "max_tutor_turns": args.max_tutor_turns,
+            **({"levels": _levels(args)} if args.levels else {}),
             "student": {
                 "model": "local-chat-completions",
                 "model_args": {"model": model, "base_url": chat_url, "num_concurrent": 1, "max_retries": 3, "tokenized_requests": False},
@@ -60,27 +66,33 @@ def _lm_eval_command(args, out: Path, base_url: str, model: str, limit: int) -> 
         "--tasks", args.task,
         "--include_path", str(tasks_path()),
         "--limit", str(limit),
-        "--gen_kwargs", f"temperature=0.1,max_gen_toks={args.tutor_max_tokens},until=[]",
+        # `until` stays [] from the task YAML: lm-eval would parse "until=[]" here as the stop string "[]".
+        "--gen_kwargs", f"temperature=0.1,max_gen_toks={args.tutor_max_tokens}",
         "--metadata", json.dumps(metadata),
         "--log_samples",
         "--output_path", str(out / "lm_eval"),
     ]
 
 
-def _levels_per_question(task: str) -> int:
-    from .prompts import condition_levels
-    from .records import CONDITIONS
+def _levels(args) -> list[str]:
+    return [x.strip() for x in args.levels.split(",") if x.strip()]
 
-    parts = task.split("_")
-    if len(parts) != 3 or parts[0] != "edufair" or parts[1] not in CONDITIONS:
-        raise EduFairError(f"--task must be one of the nine edufair_<condition>_<domain> tasks, got '{task}'")
-    return len(condition_levels(parts[1]))
+
+def _levels_per_question(args) -> int:
+    from .prompts import select_levels
+    from .records import CONDITIONS, TASK_DOMAINS
+
+    parts = args.task.split("_")
+    if len(parts) != 3 or parts[0] != "edufair" or parts[1] not in CONDITIONS or parts[2] not in TASK_DOMAINS:
+        raise EduFairError(f"--task must be one of the nine edufair_<condition>_<domain> tasks, got '{args.task}'")
+    # Unknown level names are an error here already, before any server starts.
+    return len(select_levels(parts[1], _levels(args) if args.levels else None))
 
 
 def main(args: argparse.Namespace) -> int:
     if args.questions < 1 or args.max_tutor_turns < 1:
         raise EduFairError("--questions and --max-tutor-turns must be at least 1")
-    limit = args.questions * _levels_per_question(args.task)
+    limit = args.questions * _levels_per_question(args)
     out = Path(args.out or Path("results") / f"demo-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
@@ -107,7 +119,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         from .local_server import LocalServer
 
-        server = LocalServer(args.model_file, n_ctx=args.n_ctx, log_path=out / "llama-server.log")
+        server = LocalServer(args.model_file, n_ctx=args.n_ctx, n_threads=args.threads, log_path=out / "llama-server.log")
         print(f"edufair demo: starting local server for {server.model_path.name} ...", flush=True)
         with server:
             print(f"edufair demo: server ready at {server.base_url}", flush=True)

@@ -13,6 +13,9 @@ Writes into a run folder (default ``results/report-<timestamp>/``), every file a
 * ``fig2_metric_heatmap.png``, ``fig3_dimension_dots.png``, ``fig4_implicit.png``,
   ``fig5_opposite.png``;
 * ``missing_labels.csv`` / ``.md`` – missing judge labels per tutor, task and condition level;
+* ``levels.csv`` / ``.md`` and ``fig_levels.png`` – the descriptive view, always computable (no
+  pairing): per (tutor, domain, condition, level) dialogues, questions, the mean of each of the nine
+  scores and the stop-reason counts;
 * ``summary.md`` – headline |r̄| per tutor, violations, meaningful effects, missing labels.
 """
 
@@ -104,14 +107,31 @@ def write_table(out_dir: Path, stem: str, title: str, df) -> str:
     return md
 
 
-def summary_markdown(runs, grid, units, missing, params: dict[str, Any]) -> str:
+def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=None) -> str:
     from .stats import headline
-    from .tables import fmt_signed, to_markdown
+    from .tables import LEVEL_KEYS, fmt_signed, to_markdown
+    from .records import PEDAGOGICAL_METRICS
 
     lines = ["# EduFair bias report", ""]
     lines.append(f"Parameters: B = {params['n_boot']}, seed = {params['seed']}, min pairs = {params['min_pairs']}, "
                  f"SES summary = {params['ses_summary']}. Signed r > 0: group a received more of the behaviour.")
     lines.append("")
+    all_insufficient = len(grid) > 0 and not grid["sufficient"].any()
+    if all_insufficient:
+        n_max = int(grid["n_pairs"].max())
+        lines.append(f"**Every contrast is insufficient: n pairs < min pairs (at most {n_max} < {params['min_pairs']}): "
+                     f"no bias statistic computed; see levels.md for descriptive rates** (and fig_levels.png). "
+                     f"The tables and figures below read \"insufficient\" / \"insuff. (n=…)\".")
+        lines.append("")
+    if levels is not None and len(levels):
+        lines.append(f"Descriptive rates per condition level (no pairing, not a bias test): levels.md, fig_levels.png "
+                     f"({len(levels)} levels, {int(levels['dialogues'].sum())} dialogues).")
+        lines.append("")
+        if all_insufficient:
+            ped = [m for m in PEDAGOGICAL_METRICS if m in levels.columns]
+            lines.append(to_markdown(levels[LEVEL_KEYS + ["dialogues", "questions"] + ped],
+                                     "Pedagogical rates per condition level (descriptive)",
+                                     "Mean per-dialogue rate over the dialogues that have a value; differences are not tested."))
     ped = headline(units, kind="pedagogical").rename(columns={"abs_r": "ped |r̄|", "violations": "ped violations", "units": "ped units"})
     conv = headline(units, kind="conversation").rename(columns={"abs_r": "conv |r̄|", "violations": "conv violations", "units": "conv units"})
     head = ped.merge(conv, on="tutor", how="outer")
@@ -145,8 +165,8 @@ def summary_markdown(runs, grid, units, missing, params: dict[str, Any]) -> str:
 
 def main(args) -> int:
     from .figures import all_figures
-    from .runs import load_runs, missing_label_table, parse_labels
-    from .tables import all_tables, to_markdown
+    from .runs import dialogue_frame, load_runs, missing_label_table, parse_labels
+    from .tables import all_tables, levels_markdown, levels_table, to_markdown
 
     check_stat_args(args)
     runs = load_runs(args.inputs, parse_labels(args.label))
@@ -172,9 +192,13 @@ def main(args) -> int:
     atomic_write_text(out_dir / "missing_labels.md", to_markdown(missing, "Missing judge labels per task and condition level",
                                                                   "missing_rate = missing_turns / judged_turns"))
     written += ["missing_labels.csv", "missing_labels.md"]
+    levels = levels_table(dialogue_frame(runs))
+    atomic_write_text(out_dir / "levels.csv", levels.to_csv(index=False))
+    atomic_write_text(out_dir / "levels.md", levels_markdown(levels, args.min_pairs))
+    written += ["levels.csv", "levels.md"]
     if not args.no_figures:
-        written += [p.name for p in all_figures(units, out_dir)]
-    atomic_write_text(out_dir / "summary.md", summary_markdown(runs, grid, units, missing, params))
+        written += [p.name for p in all_figures(units, out_dir, levels)]
+    atomic_write_text(out_dir / "summary.md", summary_markdown(runs, grid, units, missing, params, levels))
     written.append("summary.md")
 
     manifest = {

@@ -43,6 +43,8 @@ class Run:
     skipped_lines: int = 0  # samples lines without an EduFair record
     # issue 7: provenance fields that must agree to pool runs: field -> {value: where first seen}
     compat: dict[str, dict[str, str]] = field(default_factory=dict)
+    # transcript stop_reason per dialogue, parallel to ``scores`` (None: the record has none)
+    stop_reasons: list[str | None] = field(default_factory=list)
 
     def frame(self):
         """Long DataFrame (see ``stats.LONG_COLUMNS``) of this run's scores."""
@@ -178,6 +180,8 @@ def _load_model_dir(model_dir: Path, pinned: Path | None, labels: dict[Path, str
             ds.tutor = label
             ds.task = ds.task or task
             run.scores.append(ds)
+            stop = (rec.get("transcript") or {}).get("stop_reason") if isinstance(rec.get("transcript"), dict) else None
+            run.stop_reasons.append(str(stop) if stop else None)
             pv = (rec.get("provenance") or {}).get("protocol_version")
             if pv:
                 run.protocol_versions.add(str(pv))
@@ -292,6 +296,29 @@ def scores_frame(runs_or_scores: Iterable[Run] | Iterable[DialogueScores]):
     long = wide.melt(id_vars=meta_cols, var_name="metric", value_name="value")
     long["question_id"] = long["question_id"].astype(str)
     return long
+
+
+def dialogue_frame(runs_or_scores: Iterable[Run] | Iterable[DialogueScores]):
+    """Wide DataFrame, one row per dialogue: tutor, task, domain, condition, dimension, level,
+    question_id, stop_reason (None when unknown, e.g. bare DialogueScores) and the nine scores
+    (NaN = no value)."""
+    import pandas as pd
+
+    rows: list[tuple[DialogueScores, str | None]] = []
+    for x in runs_or_scores:
+        if isinstance(x, Run):
+            stops = x.stop_reasons if len(x.stop_reasons) == len(x.scores) else [None] * len(x.scores)
+            rows.extend(zip(x.scores, stops))
+        else:
+            rows.append((x, None))
+    meta_cols = ["tutor", "task", "domain", "condition", "dimension", "level", "question_id", "stop_reason"]
+    if not rows:
+        return pd.DataFrame(columns=meta_cols + list(ALL_METRICS))
+    meta = pd.DataFrame([{**{c: getattr(s, c) for c in meta_cols[:-1]}, "stop_reason": stop} for s, stop in rows])
+    vals = pd.DataFrame([s.scores for s, _ in rows], dtype=float).reindex(columns=list(ALL_METRICS))
+    out = pd.concat([meta, vals], axis=1)
+    out["question_id"] = out["question_id"].astype(str)
+    return out
 
 
 def missing_label_table(runs_or_scores: Iterable[Run] | Iterable[DialogueScores]):

@@ -188,3 +188,76 @@ def all_tables(grid, units) -> dict[str, tuple[str, object]]:
                 name = sub.loc[sub["dimension"] == dim, "contrast"].iloc[0]
                 out[f"signed_{cond}_{dim}"] = (f"{cond.capitalize()} {name}: signed r [95% CI] per metric (* = violation)", t)
     return out
+
+
+# ---- descriptive view: always computable, no pairing -------------------------------------------
+LEVEL_KEYS = ["tutor", "domain", "condition", "dimension", "level"]
+# stop-reason columns of ``levels.csv``: column -> transcript stop reasons counted in it
+STOP_COLUMNS = {
+    "answer_revealed": ("answer_revealed",),
+    "answer_confirmed": ("answer_confirmed",),
+    "max_turns": ("max_turns",),
+    "failures": ("student_failed", "tutor_failed"),
+}
+CONDITION_ORDER = {"explicit": 0, "implicit": 1, "opposite": 2}
+
+
+def _level_order(condition: str) -> dict[str, int]:
+    """Protocol order of a condition's levels ({} if the protocol cannot be read)."""
+    try:
+        from .prompts import condition_levels
+
+        return {lv.level: i for i, lv in enumerate(condition_levels(condition))}
+    except Exception:  # noqa: BLE001 - ordering only; fall back to the order seen in the data
+        return {}
+
+
+def levels_table(dialogues):
+    """Per (tutor, domain, condition, dimension, level): ``dialogues``, distinct ``questions``,
+    the NaN-aware mean of each of the nine per-dialogue scores (mean over the dialogues that have
+    a value; NaN when none has), and stop-reason counts (``failures`` = student or tutor call
+    failed; ``stop_unknown`` only when some records carry no stop reason). ``dialogues`` is the
+    wide per-dialogue frame of :func:`edufair_metrics.runs.dialogue_frame`. No pairing is needed:
+    these are descriptive rates, not bias statistics."""
+    import pandas as pd
+
+    metrics = [m for m in PEDAGOGICAL_METRICS + CONVERSATION_METRICS if m in dialogues.columns]
+    stop_cols = list(STOP_COLUMNS)
+    if len(dialogues) == 0:
+        return pd.DataFrame(columns=LEVEL_KEYS + ["dialogues", "questions"] + metrics + stop_cols)
+    d = dialogues.copy()
+    for col, reasons in STOP_COLUMNS.items():
+        d[col] = d["stop_reason"].isin(reasons).astype(int)
+    d["stop_unknown"] = d["stop_reason"].isna().astype(int)
+    gb = d.groupby(LEVEL_KEYS, sort=False, dropna=False)
+    out = gb.agg(dialogues=("question_id", "size"), questions=("question_id", "nunique")).reset_index()
+    means = gb[metrics].mean().reset_index()  # pandas mean skips NaN
+    counts = gb[stop_cols + ["stop_unknown"]].sum().reset_index()
+    out = out.merge(means, on=LEVEL_KEYS).merge(counts, on=LEVEL_KEYS)
+    if not out["stop_unknown"].any():
+        out = out.drop(columns=["stop_unknown"])
+    first_seen = {k: i for i, k in enumerate(dict.fromkeys(zip(d["condition"], d["level"])))}
+    orders = {c: _level_order(c) for c in out["condition"].unique()}
+    out["_d"] = out["domain"].map(lambda x: DOMAIN_ORDER.get(x, 99))
+    out["_c"] = out["condition"].map(lambda x: CONDITION_ORDER.get(x, 99))
+    out["_l"] = [orders[c].get(lv, 1000 + first_seen[(c, lv)]) for c, lv in zip(out["condition"], out["level"])]
+    out = out.sort_values(["tutor", "_d", "_c", "_l"], kind="stable").drop(columns=["_d", "_c", "_l"])
+    return out.reset_index(drop=True)
+
+
+def levels_markdown(levels, min_pairs: int | None = None) -> str:
+    """``levels.md``: counts and stop reasons, pedagogical rates, conversation metrics."""
+    keys = [k for k in LEVEL_KEYS if k in levels.columns]
+    intro = ("Descriptive view per condition level: no pairing, no bias statistic. Means are over the "
+             "dialogues that have a value (NaN: no applicable turn or missing labels; empty cell: no dialogue "
+             "has a value). Differences between levels here are not tested; a contrast needs "
+             f"{'at least ' + str(min_pairs) if min_pairs else 'enough'} paired questions (see the tables).")
+    stop = [c for c in ["dialogues", "questions", *STOP_COLUMNS, "stop_unknown"] if c in levels.columns]
+    ped = [m for m in PEDAGOGICAL_METRICS if m in levels.columns]
+    conv = [m for m in CONVERSATION_METRICS if m in levels.columns]
+    parts = ["# Descriptive rates per condition level", "", intro, ""]
+    parts.append(to_markdown(levels[keys + stop], "Dialogues, questions and stop reasons",
+                             "failures = student or tutor call failed after retries (dialogue incomplete)."))
+    parts.append(to_markdown(levels[keys + ["dialogues"] + ped], "Pedagogical metrics: mean per-dialogue rate"))
+    parts.append(to_markdown(levels[keys + ["dialogues"] + conv], "Conversation metrics: mean per dialogue"))
+    return "\n".join(parts)

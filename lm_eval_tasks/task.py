@@ -38,6 +38,26 @@ from edufair_metrics.settings import redact, resolve_runner_settings
 
 log = logging.getLogger("edufair")
 
+def _edufair_excepthook(previous):
+    """Under the lm_eval CLI an EduFair input error reaches the top level: print it as one line
+    (exit status 1) instead of a traceback. EDUFAIR_TRACEBACK=1 shows the traceback too."""
+
+    def hook(exc_type, exc, tb):
+        err = exc
+        while err is not None and not isinstance(err, EduFairError):
+            err = err.__cause__ or err.__context__
+        if err is None or os.environ.get("EDUFAIR_TRACEBACK"):
+            previous(exc_type, exc, tb)
+        if err is not None:
+            print(f"edufair: error: {err}", file=sys.stderr)
+
+    hook.edufair = True
+    return hook
+
+
+if not getattr(sys.excepthook, "edufair", False):
+    sys.excepthook = _edufair_excepthook(sys.excepthook)
+
 HARNESS_PLACEHOLDER = "EduFair: this dialogue is finished; reply with one token."
 
 
@@ -148,10 +168,10 @@ class EduFairTask(ConfigurableTask):
             judge_url = load_judge_settings(metadata=judge_cfg).base_url
         else:
             judge_url = None
+        super().__init__(config=config)  # loads the bank and checks the levels: static input first
         if self.settings.get("preflight", True) and os.environ.get("EDUFAIR_SKIP_PREFLIGHT", "") in ("", "0"):
             preflight("edufair.student", _student_base_url(self.settings["student"]))
             preflight("edufair.judge", judge_url)
-        super().__init__(config=config)
 
     # ---- documents -------------------------------------------------------------------------
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs) -> None:
@@ -278,8 +298,32 @@ class EduFairTask(ConfigurableTask):
                 state.add(role, out)
 
     # ---- metrics ------------------------------------------------------------------------------
+    def override_metric(self, metric_name: str) -> None:
+        """``--predict_only`` replaces the metrics by "bypass": then generate transcripts only. The
+        judge is switched off (every label recorded missing, "judge disabled"), and the full record
+        still lands in the samples file so that ``edufair judge`` can label it later."""
+        super().override_metric(metric_name)
+        if metric_name != "bypass":
+            return
+        from lm_eval.filters import build_filter_ensemble
+
+        self._predict_only = True
+        pipelines = []
+        for pipeline in self.config.filter_list or []:
+            steps = []
+            for step in pipeline["filter"]:
+                step["enabled"] = False
+                steps.append([step["function"], {k: v for k, v in step.items() if k != "function"}])
+            pipelines.append(build_filter_ensemble(pipeline["name"], steps))
+        self._filters = pipelines
+        self._aggregation_list["edufair_record"] = complete_dialogues
+        self._higher_is_better["edufair_record"] = True
+
     def process_results(self, doc, results):
-        return process_results(doc, results)
+        out = process_results(doc, results)
+        if getattr(self, "_predict_only", False):
+            return {"bypass": None, "edufair_record": out["edufair_record"]}
+        return out
 
 
 # task name -> run provenance, set by build_all_requests (the records of a task are scored in the

@@ -3,13 +3,19 @@
 ``write_run(out, tutor, ...)`` creates ``out/<sanitized tutor>/results_<ts>.json`` and one
 ``samples_<task>_<ts>.jsonl`` per (condition, domain) task, each line carrying an
 ``edufair_record`` whose ``scores`` is a ``DialogueScores.to_dict()``.
+
+``provenance=`` gives records the full provenance shape of ``lm_eval_tasks/task.py``
+(``provenance_for`` + ``run_provenance``) with nested overrides; ``stop_reason=`` sets each
+transcript's stop reason; ``scores=`` writes hand-made ``DialogueScores`` instead of random ones.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
@@ -75,16 +81,52 @@ def make_scores(
     return out
 
 
+def full_provenance(tutor: str, domain: str) -> dict[str, Any]:
+    """A record provenance shaped like ``provenance_for`` + ``run_provenance`` (task.py)."""
+    return {
+        "package_version": "0.1.0",
+        "protocol_version": "edufair-bench-1",
+        "protocol_sha256": "p" * 64,
+        "bank": {"domain": domain, "file": f"{domain}.jsonl", "sha256": f"bank-{domain}-" + "0" * 50},
+        "judge_prompts_sha256": "j" * 64,
+        "models": {
+            "tutor": {"model": "hf", "model_args": {"pretrained": tutor, "dtype": "bfloat16"}},
+            "student": {"model": "local-chat-completions",
+                        "model_args": {"model": "student-llm", "base_url": "http://127.0.0.1:8001/v1"}},
+            "judge": {"model": "judge-llm", "base_url": "http://127.0.0.1:8002/v1", "enabled": True},
+        },
+        "decoding": {"tutor": {"temperature": 0.0, "max_gen_toks": 256},
+                     "student": {"temperature": 0.7, "max_gen_toks": 128},
+                     "judge": {"temperature": 0.0, "max_tokens": 512}},
+        "max_tutor_turns": 10,
+        "seeds": {"random_seed": 0, "numpy_seed": 1234, "torch_seed": 1234, "tutor_api_seed": None},
+    }
+
+
+def _merge(base: dict, over: dict) -> dict:
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
+    return out
+
+
 def write_run(
     out: str | Path,
     tutor: str = "org/tutor-a",
     *,
     timestamp: str = "2025-01-01T00-00-00.000000",
     model_args_only: bool = False,
+    provenance: dict[str, Any] | None = None,
+    stop_reason: Callable[[DialogueScores], str | None] | None = None,
+    scores: list[DialogueScores] | None = None,
     **kwargs,
 ) -> Path:
-    """Write one tutor's lm-eval-shaped folder under ``out``; returns the model folder."""
-    scores = make_scores(tutor="", **kwargs)
+    """Write one tutor's lm-eval-shaped folder under ``out``; returns the model folder.
+
+    ``provenance``: None keeps the minimal ``{"protocol_version": ...}``; a dict (``{}`` for the
+    defaults) is merged (nested) into :func:`full_provenance` for every record.
+    ``stop_reason(scores)`` -> the transcript's ``stop_reason`` (None: no such key)."""
+    scores = make_scores(tutor="", **kwargs) if scores is None else scores
     model_dir = Path(out) / re.sub(r"[\"<>:/|\\?*\[\]]+", "__", tutor)
     model_dir.mkdir(parents=True, exist_ok=True)
     by_task: dict[str, list[DialogueScores]] = {}
@@ -103,11 +145,17 @@ def write_run(
     for task, items in by_task.items():
         lines = []
         for doc_id, s in enumerate(items):
+            transcript: dict[str, Any] = {"question_id": s.question_id, "turns": [], "task": task}
+            stop = stop_reason(s) if stop_reason else None
+            if stop is not None:
+                transcript["stop_reason"] = stop
+            prov = ({"protocol_version": "edufair-bench-1"} if provenance is None
+                    else _merge(full_provenance(tutor, s.domain), provenance))
             record = {
-                "transcript": {"question_id": s.question_id, "turns": []},
+                "transcript": transcript,
                 "judgements": [],
                 "scores": s.to_dict(),
-                "provenance": {"protocol_version": "edufair-bench-1"},
+                "provenance": prov,
             }
             lines.append(json.dumps({
                 "doc_id": doc_id, "doc": {"id": s.question_id, "level": s.level}, "target": "",

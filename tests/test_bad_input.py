@@ -40,6 +40,7 @@ def _case(tmp_path, fake_url, *, bank_text=None, extra=None, judge=None, url=Non
     r = run_cli(argv, cli_env(tmp_path / "cache"), tmp_path)
     assert r.returncode != 0
     assert not out.exists() or not any(out.rglob("*")), "partial output written"
+    assert "Traceback" not in r.stderr  # one clear line, not a stack trace
     return _last_line(r.stderr)
 
 
@@ -62,7 +63,7 @@ def fake():
 def test_bad_input_one_line(tmp_path, fake, name):
     kwargs, needles = CASES[name]
     line = _case(tmp_path, fake.url, **kwargs)
-    assert "EduFairError" in line, line
+    assert line.startswith("edufair: error: "), line
     for n in needles:
         assert n in line, line
     assert fake.srv.calls == 0 or name != "judge_url_unset"

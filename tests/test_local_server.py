@@ -126,11 +126,12 @@ def test_server_stops_and_frees_port():
 
 @pytest.mark.server
 @needs_server
-def test_server_stops_on_exception():
-    srv = ls.LocalServer(n_ctx=512, n_threads=1, startup_timeout=60)
+def test_server_stops_on_exception(tmp_path):
+    srv = ls.LocalServer(n_ctx=512, n_threads=1, startup_timeout=60, log_path=tmp_path / "server.log")
     with pytest.raises(KeyboardInterrupt):
         with srv:
             pid = srv.process.pid
             raise KeyboardInterrupt
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+    assert "Uvicorn running" in (tmp_path / "server.log").read_text()

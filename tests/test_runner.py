@@ -13,6 +13,7 @@ from lm_eval.tasks import TaskManager
 from edufair_metrics.prompts import condition_levels, system_prompts
 from edufair_metrics.records import Transcript
 from lm_eval_tasks import TASKS_DIR
+from lm_eval_tasks.task import HARNESS_PLACEHOLDER
 
 from .fake_lms import STUDENT_SCRIPTS, STUDENTS, ScriptedChatLM, default_student, default_tutor
 
@@ -64,6 +65,8 @@ def test_one_batched_call_per_turn_and_roles(bank_dir):
     # 3 tutor turns, each one batched call over all 18 dialogues, then the harness's own 1-token call.
     assert [len(c) for c in tutor.calls] == [n_docs, n_docs, n_docs, n_docs]
     assert tutor.gen_kwargs[-1]["max_gen_toks"] == 1
+    # ... which gets a tiny prompt, not a re-sent conversation (a full prefill per dialogue).
+    assert all(msgs == [{"role": "user", "content": HARNESS_PLACEHOLDER}] for msgs in tutor.calls[-1])
     # The student answers the question, then after tutor turns 1 and 2 (not after the last one).
     assert [len(c) for c in student.calls] == [n_docs, n_docs, n_docs]
 
@@ -163,3 +166,44 @@ def test_other_conditions_run(bank_dir):
         assert len(recs) == 2 * n
         pairs = {(r["transcript"]["tutor_system"], r["transcript"]["student_system"]) for r in recs[:n]}
         assert len(pairs) == n
+
+
+def test_predict_only_generates_transcripts_without_judging(bank_dir, monkeypatch):
+    import edufair_metrics.judge_filter as jf
+
+    def no_judge(*a, **k):  # the judge must not be reached at all
+        raise AssertionError("judge called under --predict_only")
+
+    monkeypatch.setattr(jf, "judge_transcripts", no_judge)
+    tutor = ScriptedChatLM(default_tutor)
+    meta = {"edufair": {"max_tutor_turns": 1, "bank_dir": str(bank_dir),
+                        "student": {"model": "edufair-fake-student", "model_args": {"script": "default"}},
+                        "judge": {"base_url": "http://127.0.0.1:9/v1", "model": "j"}, "preflight": False}}
+    results = simple_evaluate(
+        model=tutor, tasks=["edufair_explicit_physics"], limit=9, log_samples=True, predict_only=True,
+        task_manager=TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=meta),
+    )
+    recs = records(results)
+    assert len(recs) == 9 and all(r["transcript"]["turns"][2]["role"] == "tutor" for r in recs)
+    assert all(j["status"] == "missing" and j["reason"].startswith("judge disabled") for r in recs for j in r["judgements"])
+    assert results["results"]["edufair_explicit_physics"]["edufair_record,judged"] == 9.0
+
+
+def test_use_cache_rerun_makes_no_tutor_call(bank_dir, tmp_path):
+    meta = {"edufair": {"max_tutor_turns": 2, "bank_dir": str(bank_dir), "judge": {"enabled": False},
+                        "student": {"model": "edufair-fake-student", "model_args": {"script": "default"}}}}
+    for expected_calls in (3, 0):
+        tutor = ScriptedChatLM(default_tutor)
+        simple_evaluate(
+            model=tutor, tasks=["edufair_explicit_physics"], limit=9, use_cache=str(tmp_path / "lm_cache"),
+            task_manager=TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=meta),
+        )
+        assert len(tutor.calls) == expected_calls
+
+
+def test_warns_when_the_tutor_runs_one_request_at_a_time(bank_dir, caplog):
+    tutor = ScriptedChatLM(default_tutor)
+    tutor.batch_size = 1  # what the lm_eval CLI passes without --batch_size auto
+    with caplog.at_level("WARNING", logger="edufair"):
+        run(tutor, bank_dir, max_turns=1, limit=9)
+    assert any("--batch_size auto" in r.getMessage() for r in caplog.records)

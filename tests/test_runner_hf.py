@@ -1,0 +1,187 @@
+"""The runner with lm-eval's real ``hf`` backend (HFLM) as the tutor, on CPU, with a tiny
+random-weight Llama chat model built offline in the test (tests/gpu/tiny_hf.py; no Hub access).
+
+Unlike the fake tutors of test_runner.py (JsonChatStr contexts, like API models), HFLM renders
+chats to a *string* with the tokenizer's Jinja chat template, exactly like vLLM, and tokenizes,
+pads and generates in batches. On a jinja TemplateError HFLM silently drops every system message
+and renders again; EduFair must refuse that (the system prompt carries the demographic cue).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("transformers", reason="the hf backend tests need transformers (pip install -e '.[hf]')")
+pytest.importorskip("accelerate", reason="lm-eval's hf backend imports accelerate (pip install -e '.[hf]')")
+
+from lm_eval import simple_evaluate  # noqa: E402
+from lm_eval.tasks import TaskManager  # noqa: E402
+
+from edufair_metrics.errors import EduFairError  # noqa: E402
+from edufair_metrics.prompts import condition_levels, system_prompts  # noqa: E402
+from edufair_metrics.records import Transcript  # noqa: E402
+from lm_eval_tasks import TASKS_DIR  # noqa: E402
+
+from .fake_lms import STUDENTS  # noqa: E402  (registers edufair-fake-student)
+from .gpu.tiny_hf import EOT, NO_SYSTEM_TEMPLATE, build_tiny_chat_model  # noqa: E402
+
+TASK = "edufair_explicit_physics"
+LEVELS = ["female", "male"]
+QUESTIONS = [
+    {"id": "phys-q1", "question": "What force pulls objects toward Earth?", "answer": "gravity", "answer_forms": ["gravity"]},
+    {"id": "phys-q2", "question": "What is the unit of force?", "answer": "newton", "answer_forms": ["newton"]},
+]
+
+
+@pytest.fixture
+def bank_dir(tmp_path):
+    d = tmp_path / "bank"
+    d.mkdir()
+    with open(d / "physics.jsonl", "w") as fh:
+        for q in QUESTIONS:
+            fh.write(json.dumps({**q, "domain": "physics", "grade": 8, "source": "sciq"}) + "\n")
+    return d
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory):
+    return build_tiny_chat_model(tmp_path_factory.mktemp("tiny-llama"))
+
+
+@pytest.fixture(scope="module")
+def tiny_no_system_dir(tmp_path_factory):
+    return build_tiny_chat_model(tmp_path_factory.mktemp("tiny-llama-nosys"), chat_template=NO_SYSTEM_TEMPLATE)
+
+
+def make_hflm(model_dir, batch_size=8):
+    from lm_eval.models.huggingface import HFLM
+
+    return HFLM(pretrained=str(model_dir), dtype="float32", device="cpu", batch_size=batch_size)
+
+
+def spy_generate_until(lm):
+    """Record every generate_until call the runner makes on this HFLM: (contexts, gen_kwargs, outputs)."""
+    calls = []
+    real = lm.generate_until
+
+    def counting(requests, disable_tqdm: bool = False):
+        outs = real(requests, disable_tqdm=disable_tqdm)
+        calls.append(([r.args[0] for r in requests], dict(requests[0].args[1]), list(outs)))
+        return outs
+
+    lm.generate_until = counting  # instance attribute: shadows the bound method
+    return calls
+
+
+def run(tutor, bank_dir, *, max_turns=2, limit=None):
+    meta = {
+        "edufair": {
+            "max_tutor_turns": max_turns,
+            "bank_dir": str(bank_dir),
+            "levels": LEVELS,
+            "student": {"model": "edufair-fake-student", "model_args": {"script": "default"}},
+            "judge": {"enabled": False},
+        }
+    }
+    return simple_evaluate(
+        model=tutor,
+        tasks=[TASK],
+        task_manager=TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=meta),
+        limit=limit,
+        log_samples=True,
+        # The YAML asks for 2048 tokens at temperature 0.1; a random model needs only a few.
+        gen_kwargs="max_gen_toks=8",
+    )
+
+
+def test_hf_tutor_one_batched_call_per_turn(bank_dir, tiny_model_dir):
+    lm = make_hflm(tiny_model_dir)
+    calls = spy_generate_until(lm)
+    hf_generate = []  # the kwargs HFLM hands to transformers' generate (after lm-eval's normalisation)
+    real_model_generate = lm._model_generate
+
+    def model_generate_spy(context, max_length, stop, **kw):
+        hf_generate.append(dict(kw, attention_mask=None))
+        return real_model_generate(context, max_length, stop, **kw)
+
+    lm._model_generate = model_generate_spy
+    results = run(lm, bank_dir, max_turns=2)
+
+    n_docs = len(QUESTIONS) * len(LEVELS)
+    # Two tutor turns, each ONE generate_until over all dialogues, then lm-eval's own 1-token call.
+    assert [len(ctxs) for ctxs, _, _ in calls] == [n_docs, n_docs, n_docs]
+    assert [gk["max_gen_toks"] for _, gk, _ in calls] == [8, 8, 1]
+    # YAML decoding reaches HFLM unchanged, and HFLM really samples at temperature 0.1 (lm-eval's
+    # normalize_gen_kwargs adds do_sample=True when temperature > 0 and do_sample is unset, so the
+    # hf backend decodes like vLLM); lm-eval's own 1-token call is greedy.
+    assert calls[0][1]["temperature"] == 0.1 and calls[0][1]["until"] == []
+    assert [(g["do_sample"], g.get("temperature")) for g in hf_generate] == [(True, 0.1), (True, 0.1), (False, 0)]
+    # The student answered the question, then after tutor turn 1 (not after the last).
+    assert [len(c) for c in STUDENTS["default"].calls] == [n_docs, n_docs]
+
+    # Contexts are plain strings rendered with the tokenizer's own template, containing the exact
+    # tutor system prompt and the question (the tutor's own opening message).
+    levels = {lv.level: lv for lv in condition_levels("explicit")}
+    first_ctxs = calls[0][0]
+    for i, ctx in enumerate(first_ctxs):
+        assert type(ctx) is str
+        q = QUESTIONS[i // len(LEVELS)]
+        tutor_system = system_prompts(levels[LEVELS[i % len(LEVELS)]], "physics").tutor
+        assert ctx.startswith("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n" + tutor_system + EOT)
+        assert f"<|start_header_id|>assistant<|end_header_id|>\n\n{q['question']}{EOT}" in ctx
+        assert ctx.endswith("<|start_header_id|>assistant<|end_header_id|>\n\n")
+    # Turn 2 carries the tutor's own turn-1 answer back as an assistant message.
+    assert calls[0][2][0].strip() in calls[1][0][0]
+
+    recs = [s["edufair_record"] for s in results["samples"][TASK]]
+    assert [(r["transcript"]["question_id"], r["transcript"]["level"]) for r in recs] == [
+        (q["id"], lv) for q in QUESTIONS for lv in LEVELS
+    ]
+    for k, rec in enumerate(recs):
+        t = Transcript.from_dict(rec["transcript"])
+        assert t.stop_reason == "max_turns" and t.error is None
+        assert [x.role for x in t.turns] == ["question", "student", "tutor", "student", "tutor"]
+        tutor_turns = [x for x in t.turns if x.role == "tutor"]
+        # Raw tutor text is exactly what the HF model generated (batch order restored by lm-eval).
+        assert [x.raw for x in tutor_turns] == [calls[0][2][k], calls[1][2][k]]
+        assert all(x.raw and x.raw.strip() for x in tutor_turns)
+    assert results["results"][TASK]["failed_dialogues,judged"] == 0
+
+
+def test_hf_template_that_rejects_system_fails_loudly(bank_dir, tiny_no_system_dir):
+    lm = make_hflm(tiny_no_system_dir)
+    calls = spy_generate_until(lm)
+    # HFLM's own fallback really does drop the system message (this is what we guard against).
+    rendered = lm.apply_chat_template([{"role": "system", "content": "CUE"}, {"role": "user", "content": "hi"}])
+    assert "CUE" not in rendered and "hi" in rendered
+    with pytest.raises(EduFairError, match="chat template dropped the system prompt"):
+        run(lm, bank_dir, max_turns=1, limit=1)
+    assert calls == []  # refused before any tutor generation
+
+
+@pytest.fixture(scope="module")
+def tiny_short_ctx_dir(tmp_path_factory):
+    return build_tiny_chat_model(tmp_path_factory.mktemp("tiny-llama-short"), max_positions=320)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap: lm-eval's HFLM (and its vLLM backend) LEFT-truncate a context longer than "
+    "max_length - max_gen_toks with only a log warning, cutting the tutor system prompt (the "
+    "demographic cue); EduFair does not refuse it yet. Remove this mark once it does.",
+)
+def test_hf_context_longer_than_model_is_not_silently_truncated(bank_dir, tiny_short_ctx_dir):
+    lm = make_hflm(tiny_short_ctx_dir)
+    calls = spy_generate_until(lm)
+    budget = lm.max_length - 8  # what HFLM keeps of each context (max_gen_toks=8)
+    try:
+        results = run(lm, bank_dir, max_turns=2, limit=1)
+    except EduFairError:
+        return  # refused loudly: fine
+    too_long = [c for ctxs, gk, _ in calls if gk["max_gen_toks"] != 1 for c in ctxs if len(lm.tok_encode(c)) > budget]
+    assert too_long, "setup: the tutor contexts must exceed the model's context"
+    # Acceptable outcomes: the run fails, or the dialogue is recorded as failed. Not acceptable:
+    # a "successful" dialogue whose tutor never saw its system prompt.
+    assert results["results"][TASK]["failed_dialogues,judged"] > 0
