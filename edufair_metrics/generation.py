@@ -115,6 +115,7 @@ class CachedGenerator:
                 self.hits += 1
             else:
                 misses.append(i)
+        misses = [i for i in misses if not self._refuse_too_long(i, contexts[i], gen_kwargs, outputs)]
         if misses:
             results = self._call([contexts[i] for i in misses], gen_kwargs, [docs[i] for i in misses])
             for i, res in zip(misses, results):
@@ -122,6 +123,28 @@ class CachedGenerator:
                 if self.cache is not None and isinstance(res, str):
                     self.cache.put(self._key(contexts[i], gen_kwargs), res)
         return outputs
+
+    def _refuse_too_long(self, i: int, ctx, gen_kwargs: dict[str, Any], outputs: list[Any]) -> bool:
+        """Local backends (hf, vLLM) cut a prompt longer than their context minus max_gen_toks from
+        the LEFT with only a log warning: the system prompt, which carries the demographic cue,
+        would silently disappear. Such a request fails its dialogue instead (API servers reject
+        over-long prompts themselves, which also fails the dialogue)."""
+        real = getattr(self.lm, "lm", self.lm)
+        if not isinstance(ctx, str) or not hasattr(real, "tok_encode"):
+            return False
+        try:
+            max_length = int(real.max_length)
+        except (AttributeError, TypeError, ValueError):
+            return False
+        max_gen = int(gen_kwargs.get("max_gen_toks", getattr(real, "max_gen_toks", 256)))
+        n_tokens = len(real.tok_encode(ctx))
+        if n_tokens <= max_length - max_gen:
+            return False
+        outputs[i] = PromptTooLong(
+            f"prompt of {n_tokens} tokens does not fit the {self.role} model's context ({max_length}) minus "
+            f"max_gen_toks ({max_gen}); the backend would cut the system prompt. Raise max_model_len/max_length"
+        )
+        return True
 
     def _instances(self, contexts, gen_kwargs, docs) -> list[Instance]:
         return [
@@ -170,6 +193,10 @@ class CachedGenerator:
         return results
 
 
+class PromptTooLong(EduFairError):
+    """The conversation no longer fits the model's context window."""
+
+
 class EmptyOutput(EduFairError):
     """The endpoint answered, but with no text (null/empty content)."""
 
@@ -184,7 +211,7 @@ def _checked(out: Any) -> Any:
 
 def failure_kind(exc: BaseException | str | None) -> str:
     """A short failure class for summaries: timeout, http_429, http_5xx, http_4xx, connection,
-    bad_body (unparsable/malformed JSON), empty_output, other."""
+    bad_body (unparsable/malformed JSON), empty_output, prompt_too_long, other."""
     if exc is None:
         return "none"
     status = getattr(exc, "status", None)  # aiohttp.ClientResponseError / openai.APIStatusError
@@ -198,6 +225,8 @@ def failure_kind(exc: BaseException | str | None) -> str:
     m = re.search(r"(?:ResponseError|StatusError|status)[:= ]+([45]\d\d)\b", text)
     if "emptyoutput" in low or "empty output" in low:
         return "empty_output"
+    if "prompttoolong" in low or "does not fit the" in low:
+        return "prompt_too_long"
     if "timeout" in low or "timed out" in low:
         return "timeout"
     if m:

@@ -108,7 +108,9 @@ def _student_base_url(student: dict[str, Any]) -> str | None:
         return None
     args = student.get("model_args") or {}
     if isinstance(args, str):
-        args = dict(kv.split("=", 1) for kv in args.split(",") if "=" in kv)
+        from lm_eval.utils import simple_parse_args_string
+
+        args = simple_parse_args_string(args)
     url = args.get("base_url")
     return str(url) if url else None
 

@@ -163,25 +163,21 @@ def test_hf_template_that_rejects_system_fails_loudly(bank_dir, tiny_no_system_d
 
 @pytest.fixture(scope="module")
 def tiny_short_ctx_dir(tmp_path_factory):
-    return build_tiny_chat_model(tmp_path_factory.mktemp("tiny-llama-short"), max_positions=320)
+    return build_tiny_chat_model(tmp_path_factory.mktemp("tiny-llama-short"), max_positions=200)  # < the ~220-token tutor system prompt
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: lm-eval's HFLM (and its vLLM backend) LEFT-truncate a context longer than "
-    "max_length - max_gen_toks with only a log warning, cutting the tutor system prompt (the "
-    "demographic cue); EduFair does not refuse it yet. Remove this mark once it does.",
-)
+# lm-eval's HFLM (and its vLLM backend) LEFT-truncate a context longer than max_length -
+# max_gen_toks with only a log warning, cutting the tutor system prompt (the demographic cue).
 def test_hf_context_longer_than_model_is_not_silently_truncated(bank_dir, tiny_short_ctx_dir):
     lm = make_hflm(tiny_short_ctx_dir)
     calls = spy_generate_until(lm)
     budget = lm.max_length - 8  # what HFLM keeps of each context (max_gen_toks=8)
-    try:
-        results = run(lm, bank_dir, max_turns=2, limit=1)
-    except EduFairError:
-        return  # refused loudly: fine
-    too_long = [c for ctxs, gk, _ in calls if gk["max_gen_toks"] != 1 for c in ctxs if len(lm.tok_encode(c)) > budget]
-    assert too_long, "setup: the tutor contexts must exceed the model's context"
-    # Acceptable outcomes: the run fails, or the dialogue is recorded as failed. Not acceptable:
-    # a "successful" dialogue whose tutor never saw its system prompt.
-    assert results["results"][TASK]["failed_dialogues,judged"] > 0
+    results = run(lm, bank_dir, max_turns=2, limit=1)
+    # No over-long context ever reaches the backend (it would cut the system prompt) ...
+    sent = [c for ctxs, gk, _ in calls if gk["max_gen_toks"] != 1 for c in ctxs]
+    assert all(len(lm.tok_encode(c)) <= budget for c in sent)
+    # ... the dialogue is recorded as failed, with the reason, instead of "succeeding" blind.
+    assert results["results"][TASK]["failed_dialogues,judged"] == 1
+    record = results["samples"][TASK][0]["edufair_record"]
+    assert record["transcript"]["stop_reason"] == "tutor_failed"
+    assert "does not fit the tutor model's context" in record["transcript"]["error"]
