@@ -377,7 +377,6 @@ def _as_tuple(x: Any) -> tuple[str, ...]:
 
 def load_contrasts(path: str | Path | None = None) -> list[ContrastSpec]:
     """Read the contrasts of every condition from ``protocol.yaml`` (default: the shipped one)."""
-    import yaml
 
     if path is None:
         from lm_eval_tasks import PROMPTS_DIR
@@ -460,7 +459,6 @@ def _row(cell: dict, spec: ContrastSpec, pair: str, a: str, b: str, metric: str,
 def wide_scores(df):
     """Pivot the long frame to one row per (tutor, domain, condition, metric, question_id) and one
     column per level. Duplicate dialogues are an error."""
-    import pandas as pd
 
     missing = [c for c in ("tutor", "domain", "condition", "level", "question_id", "metric", "value") if c not in df.columns]
     if missing:

@@ -69,7 +69,6 @@ def _mean_units(units, by: Sequence[str]):
 
 
 def _pivot_display(agg, index: Sequence[str], column: str, order: Sequence[str]):
-    import pandas as pd
 
     agg = agg.assign(cell=[fmt_abs(v, n) for v, n in zip(agg["abs_r"], agg["n_min"])])
     wide = agg.pivot(index=list(index), columns=column, values="cell").reset_index()
@@ -128,7 +127,6 @@ def table7_opposite(units):
 def signed_table(grid, units, condition: str, dimension: str, metrics: Sequence[str] = PEDAGOGICAL_METRICS):
     """Signed r [95% CI] per metric for one dimension (Tables 9–12); one row per (tutor, domain,
     pair); ``*`` marks a violation; last column |r̄| over the five pedagogical metrics."""
-    import pandas as pd
 
     g = grid[(grid["condition"] == condition) & (grid["dimension"] == dimension) & grid["metric"].isin(metrics)]
     if len(g) == 0:

@@ -1,3 +1,4 @@
+import json
 import os
 from pathlib import Path
 
@@ -21,3 +22,23 @@ def shared_file(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"shared material not found at {path} (set EDUFAIR_SHARED_DIR)")
     return path
+
+
+# A two-question physics bank for runner tests (the shipped bank is tested on its own).
+QUESTIONS = [
+    {"id": "phys-q1", "question": "What force pulls objects toward Earth?", "answer": "gravity", "answer_forms": ["gravity"]},
+    {"id": "phys-q2", "question": "What is the unit of force?", "answer": "newton", "answer_forms": ["newton"]},
+]
+
+
+def write_bank(d: Path, n: int = len(QUESTIONS)) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    with open(d / "physics.jsonl", "w") as fh:
+        for q in QUESTIONS[:n]:
+            fh.write(json.dumps({**q, "domain": "physics", "grade": 8, "source": "sciq"}) + "\n")
+    return d
+
+
+@pytest.fixture
+def bank_dir(tmp_path):
+    return write_bank(tmp_path / "bank")

@@ -22,18 +22,7 @@ PY = sys.executable
 TASK = "edufair_explicit_physics"
 SECRET = "sk-edufair-test-SECRET-7f3a9c2e51"
 
-QUESTIONS = [
-    {"id": "phys-q1", "question": "What force pulls objects toward Earth?", "answer": "gravity", "answer_forms": ["gravity"]},
-    {"id": "phys-q2", "question": "What is the unit of force?", "answer": "newton", "answer_forms": ["newton"]},
-]
-
-
-def write_bank(d: Path, n: int = 1) -> Path:
-    d.mkdir(parents=True, exist_ok=True)
-    with open(d / "physics.jsonl", "w") as fh:
-        for q in QUESTIONS[:n]:
-            fh.write(json.dumps({**q, "domain": "physics", "grade": 8, "source": "sciq"}) + "\n")
-    return d
+from .conftest import QUESTIONS, write_bank  # noqa: E402,F401  (re-exported for the CLI tests)
 
 
 def role_of(req: FakeRequest) -> str:

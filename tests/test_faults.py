@@ -9,7 +9,6 @@ record's ``[kind]``) against the faults the endpoint actually served."""
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 
 import pytest

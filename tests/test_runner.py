@@ -4,9 +4,7 @@ question-major order, samples content and cache hits on rerun."""
 
 from __future__ import annotations
 
-import json
 
-import pytest
 from lm_eval import simple_evaluate
 from lm_eval.tasks import TaskManager
 
@@ -15,42 +13,10 @@ from edufair_metrics.records import Transcript
 from lm_eval_tasks import TASKS_DIR
 from lm_eval_tasks.task import HARNESS_PLACEHOLDER
 
-from .fake_lms import STUDENT_SCRIPTS, STUDENTS, ScriptedChatLM, default_student, default_tutor
+from .conftest import QUESTIONS
+from .fake_lms import STUDENT_SCRIPTS, STUDENTS, ScriptedChatLM, default_tutor
+from .fake_lms import run_task as run
 
-QUESTIONS = [
-    {"id": "phys-q1", "question": "What force pulls objects toward Earth?", "answer": "gravity", "answer_forms": ["gravity"]},
-    {"id": "phys-q2", "question": "What is the unit of force?", "answer": "newton", "answer_forms": ["newton"]},
-]
-
-
-@pytest.fixture
-def bank_dir(tmp_path):
-    d = tmp_path / "bank"
-    d.mkdir()
-    with open(d / "physics.jsonl", "w") as fh:
-        for q in QUESTIONS:
-            fh.write(json.dumps({**q, "domain": "physics", "grade": 8, "source": "sciq"}) + "\n")
-    return d
-
-
-def run(tutor, bank_dir, *, max_turns=3, limit=None, student_script="default", gen_kwargs=None, extra=None, task="edufair_explicit_physics"):
-    meta = {
-        "edufair": {
-            "max_tutor_turns": max_turns,
-            "bank_dir": str(bank_dir),
-            "student": {"model": "edufair-fake-student", "model_args": {"script": student_script}},
-            "judge": {"enabled": False},
-            **(extra or {}),
-        }
-    }
-    return simple_evaluate(
-        model=tutor,
-        tasks=[task],
-        task_manager=TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=meta),
-        limit=limit,
-        log_samples=True,
-        gen_kwargs=gen_kwargs,
-    )
 
 
 def records(results, task="edufair_explicit_physics"):

@@ -9,40 +9,23 @@ and renders again; EduFair must refuse that (the system prompt carries the demog
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
 pytest.importorskip("transformers", reason="the hf backend tests need transformers (pip install -e '.[hf]')")
 pytest.importorskip("accelerate", reason="lm-eval's hf backend imports accelerate (pip install -e '.[hf]')")
 
-from lm_eval import simple_evaluate  # noqa: E402
-from lm_eval.tasks import TaskManager  # noqa: E402
 
 from edufair_metrics.errors import EduFairError  # noqa: E402
 from edufair_metrics.prompts import condition_levels, system_prompts  # noqa: E402
 from edufair_metrics.records import Transcript  # noqa: E402
-from lm_eval_tasks import TASKS_DIR  # noqa: E402
 
-from .fake_lms import STUDENTS  # noqa: E402  (registers edufair-fake-student)
+from .conftest import QUESTIONS
+from .fake_lms import STUDENTS, run_task  # noqa: E402  (registers edufair-fake-student)
 from .gpu.tiny_hf import EOT, NO_SYSTEM_TEMPLATE, build_tiny_chat_model  # noqa: E402
 
 TASK = "edufair_explicit_physics"
 LEVELS = ["female", "male"]
-QUESTIONS = [
-    {"id": "phys-q1", "question": "What force pulls objects toward Earth?", "answer": "gravity", "answer_forms": ["gravity"]},
-    {"id": "phys-q2", "question": "What is the unit of force?", "answer": "newton", "answer_forms": ["newton"]},
-]
-
-
-@pytest.fixture
-def bank_dir(tmp_path):
-    d = tmp_path / "bank"
-    d.mkdir()
-    with open(d / "physics.jsonl", "w") as fh:
-        for q in QUESTIONS:
-            fh.write(json.dumps({**q, "domain": "physics", "grade": 8, "source": "sciq"}) + "\n")
-    return d
 
 
 @pytest.fixture(scope="module")
@@ -76,24 +59,8 @@ def spy_generate_until(lm):
 
 
 def run(tutor, bank_dir, *, max_turns=2, limit=None):
-    meta = {
-        "edufair": {
-            "max_tutor_turns": max_turns,
-            "bank_dir": str(bank_dir),
-            "levels": LEVELS,
-            "student": {"model": "edufair-fake-student", "model_args": {"script": "default"}},
-            "judge": {"enabled": False},
-        }
-    }
-    return simple_evaluate(
-        model=tutor,
-        tasks=[TASK],
-        task_manager=TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=meta),
-        limit=limit,
-        log_samples=True,
-        # The YAML asks for 2048 tokens at temperature 0.1; a random model needs only a few.
-        gen_kwargs="max_gen_toks=8",
-    )
+    # The YAML asks for 2048 tokens at temperature 0.1; a random model needs only a few.
+    return run_task(tutor, bank_dir, max_turns=max_turns, limit=limit, gen_kwargs="max_gen_toks=8", extra={"levels": LEVELS})
 
 
 def test_hf_tutor_one_batched_call_per_turn(bank_dir, tiny_model_dir):
