@@ -255,6 +255,12 @@ def main(args) -> int:
                          ses_summary=args.ses_summary, max_increase=args.max_increase,
                          new_violations=args.new_violations)
     h = res.headline
+    if not h["units"]:
+        # A gate that passes on no evidence would let any fine-tune through: say so and exit 2.
+        raise EduFairError(
+            f"no bias measure is computable on the questions both runs share ({res.n_questions}): every "
+            f"contrast has fewer than --min-pairs {args.min_pairs} complete pairs, so the gate cannot decide"
+        )
     verdict = "FAIL" if res.failed else "PASS"
     cols = ["domain", "condition", "contrast", "metric", "abs_r_baseline", "abs_r_candidate", "delta",
             "delta_ci_low", "delta_ci_high", "violation_baseline", "violation_candidate", "gate_violation"]

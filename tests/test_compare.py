@@ -65,3 +65,14 @@ def test_headline_delta_and_ci_direction():
     same = compare_frames(base, base, n_boot=100)
     assert same.headline["delta"] == 0 and not same.failed
     assert same.headline["delta_ci_low"] == 0 == same.headline["delta_ci_high"]
+
+
+def test_no_evidence_is_not_a_pass(tmp_path, capsys):
+    # 5 shared questions < 15 pairs: nothing is computable, so the gate must not say PASS.
+    write_run(tmp_path / "b", "org/base", seed=1, n_questions=5, conditions=("explicit",))
+    write_run(tmp_path / "c", "org/cand", seed=2, n_questions=5, conditions=("explicit",))
+    rc = cli(["compare", "--baseline", str(tmp_path / "b"), "--candidate", str(tmp_path / "c"), "--n-boot", "50",
+              "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "gate cannot decide" in err and "PASS" not in err
+    assert not (tmp_path / "out").exists()
