@@ -4,6 +4,7 @@ question-major order, samples content and cache hits on rerun."""
 
 from __future__ import annotations
 
+import json
 
 from lm_eval import simple_evaluate
 from lm_eval.tasks import TaskManager
@@ -13,7 +14,7 @@ from edufair_metrics.records import Transcript
 from lm_eval_tasks import TASKS_DIR
 from lm_eval_tasks.task import HARNESS_PLACEHOLDER
 
-from .conftest import QUESTIONS
+from .conftest import QUESTIONS, write_bank
 from .fake_lms import STUDENT_SCRIPTS, STUDENTS, ScriptedChatLM, default_tutor
 from .fake_lms import run_task as run
 
@@ -173,3 +174,19 @@ def test_warns_when_the_tutor_runs_one_request_at_a_time(bank_dir, caplog):
     with caplog.at_level("WARNING", logger="edufair"):
         run(tutor, bank_dir, max_turns=1, limit=9)
     assert any("--batch_size auto" in r.getMessage() for r in caplog.records)
+
+
+def test_group_runs_all_domains(tmp_path):
+    bank = write_bank(tmp_path / "bank")
+    for domain, grade in (("mathematics", 9), ("chemistry", 8)):
+        with open(bank / f"{domain}.jsonl", "w") as fh:
+            fh.write(json.dumps({"id": f"{domain}-q1", "domain": domain, "grade": grade, "question": "Q?",
+                                 "answer": "42", "answer_forms": ["42"],
+                                 "source": "gsm8k-proxy" if domain == "mathematics" else "sciq"}) + "\n")
+    tutor = ScriptedChatLM(default_tutor)
+    results = run(tutor, bank, max_turns=1, task="edufair_explicit")
+    assert {"edufair_explicit_math", "edufair_explicit_physics", "edufair_explicit_chemistry"} <= set(results["results"])
+    assert "edufair_explicit" in results["groups"]
+    grades = {t: records(results, t)[0]["transcript"]["tutor_system"][:20]
+              for t in ("edufair_explicit_math", "edufair_explicit_chemistry")}
+    assert grades == {"edufair_explicit_math": "This is a Grade 9 fe", "edufair_explicit_chemistry": "This is a Grade 8 fe"}
