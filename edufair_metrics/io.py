@@ -70,6 +70,23 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
                 raise EduFairError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from exc
 
 
+def parse_json(text: str, where: str) -> Any:
+    """``json.loads`` whose error is one EduFairError line naming the file and line."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EduFairError(f"{where}:{exc.lineno}: malformed JSON ({exc.msg})") from None
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """Read and parse one JSON file; unreadable or malformed files are one-line EduFairErrors."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EduFairError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    return parse_json(text, str(path))
+
+
 def read_jsonl(path: str | os.PathLike) -> list[Any]:
     return [obj for _, obj in iter_jsonl(path)]
 

@@ -13,14 +13,13 @@ Each samples line carries the whole dialogue record under the metric key ``edufa
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from .errors import EduFairError
-from .io import iter_jsonl
+from .io import iter_jsonl, read_json
 from .records import ALL_METRICS, DialogueScores
 
 RECORD_KEY = "edufair_record"
@@ -98,13 +97,7 @@ def parse_labels(items: Sequence[str] | None) -> dict[Path, str]:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except OSError as exc:
-        raise EduFairError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise EduFairError(f"{path}: malformed JSON ({exc.msg})") from exc
+    data = read_json(path)
     if not isinstance(data, dict):
         raise EduFairError(f"{path}: not an lm-eval results file")
     return data

@@ -19,7 +19,6 @@ Pipeline over the SciQ train split (11,679 items, the paper's pool):
 
 from __future__ import annotations
 
-import json
 import re
 import zipfile
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EduFairError
-from ..io import sha256_file
+from ..io import parse_json, sha256_file
 from ..records import GRADES, BankItem
 from .common import clean_text, item_id, seeded_sample, text_answer_forms
 
@@ -68,10 +67,7 @@ class SciqResult:
 
 
 def _parse_rows(text: str, where: str) -> list[dict[str, Any]]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise EduFairError(f"{where}:{exc.lineno}: malformed JSON ({exc.msg})") from None
+    data = parse_json(text, where)
     if not isinstance(data, list):
         raise EduFairError(f"{where}: expected a JSON list of SciQ questions")
     for i, row in enumerate(data):

@@ -27,7 +27,6 @@ real file before relying on the counts (the paper reports 907 of 35,151 dialogue
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +34,7 @@ from typing import Any
 
 from ..answer_match import mentions_answer
 from ..errors import EduFairError
-from ..io import sha256_file
+from ..io import read_json, sha256_file
 from ..records import GRADES, BankItem
 from .common import canonical_number, clean_text, item_id, numeric_answer_forms, seeded_sample
 
@@ -108,14 +107,7 @@ def _load_hub() -> tuple[dict[str, Any], str, str | None]:
 
 
 def _parse_file(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EduFairError(f"cannot read {path}: {exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise EduFairError(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
+    data = read_json(path)
     if not isinstance(data, dict):
         raise EduFairError(f"{path}: expected a JSON object keyed by problem id (SocraTeach_multi.json)")
     for pid, problem in data.items():
