@@ -7,7 +7,6 @@ Pure functions over data; the only I/O is reading the protocol file.
 from __future__ import annotations
 
 import functools
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import yaml
 
 from .errors import EduFairError
+from .io import sha256_file
 from .records import CONDITIONS, GRADES, BankItem, ConditionLevel
 
 
@@ -39,10 +39,10 @@ def load_protocol(path: str | None = None) -> dict[str, Any]:
     return data
 
 
+@functools.lru_cache(maxsize=None)
 def protocol_hash(path: str | None = None) -> str:
-    """sha256 of the protocol file: goes into every run's provenance."""
-    p = Path(path) if path else protocol_path()
-    return hashlib.sha256(p.read_bytes()).hexdigest()
+    """sha256 of the protocol file: goes into every record's provenance (read once per process)."""
+    return sha256_file(Path(path) if path else protocol_path())
 
 
 def condition_levels(condition: str, protocol: dict[str, Any] | None = None) -> list[ConditionLevel]:

@@ -27,7 +27,8 @@ from lm_eval.api.task import ConfigurableTask
 from edufair_metrics import PROTOCOL_VERSION, __version__
 from edufair_metrics.dialogue import DialogueState, stop_after_tutor_turn
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.generation import CachedGenerator, build_student, model_identity
+from edufair_metrics.generation import CachedGenerator, build_student, describe_error, failure_kind, model_identity
+from edufair_metrics.io import sha256_file
 from edufair_metrics.records import (
     ALL_METRICS,
     STOP_STUDENT_FAILED,
@@ -292,8 +293,6 @@ class EduFairTask(ConfigurableTask):
                 state.stop_reason = STOP_STUDENT_FAILED if role == "student" else STOP_TUTOR_FAILED
                 # "[kind]" (generation.failure_kind) is what the end-of-run summary and the
                 # failed_dialogues breakdown count (issue 7).
-                from edufair_metrics.generation import describe_error, failure_kind
-
                 state.error = f"{role} call failed [{failure_kind(out)}]: {describe_error(out)}"
                 log.warning("edufair: %s (question %s, level %s)", state.error, state.doc["question_id"], state.doc["level"])
             else:
@@ -334,10 +333,8 @@ _RUN_PROVENANCE: dict[str, dict[str, Any]] = {}
 
 
 def _sha256_file(path: Path) -> str | None:
-    import hashlib
-
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return sha256_file(path)
     except OSError:
         return None
 
