@@ -13,6 +13,8 @@ Writes into a run folder (default ``results/report-<timestamp>/``), every file a
 * ``fig2_metric_heatmap.png``, ``fig3_dimension_dots.png``, ``fig4_implicit.png``,
   ``fig5_opposite.png``;
 * ``missing_labels.csv`` / ``.md`` – missing judge labels per tutor, task and condition level;
+* ``failures.csv`` / ``.md`` – every failure counted by kind (failed dialogues, missing labels) per
+  tutor, task and condition level;
 * ``levels.csv`` / ``.md`` and ``fig_levels.png`` – the descriptive view, always computable (no
   pairing): per (tutor, domain, condition, level) dialogues, questions, the mean of each of the nine
   scores and the stop-reason counts;
@@ -160,12 +162,16 @@ def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=
                                                       missing_turns=("missing_turns", "sum")).reset_index()
         agg["missing_rate"] = agg["missing_turns"] / agg["judged_turns"].where(agg["judged_turns"] > 0)
         lines.append(to_markdown(agg, "Missing judge labels per task", "Per condition level: missing_labels.md."))
+    failed = sum(1 for r in runs for f in r.failures if f[3] != "judge")
+    labels = sum(1 for r in runs for f in r.failures if f[3] == "judge")
+    lines.append(f"Failures: {failed} dialogue(s) ended by a failed model call, {labels} missing judge label(s); "
+                 "by kind and condition level: failures.md.\n")
     return "\n".join(lines)
 
 
 def main(args) -> int:
     from .figures import all_figures
-    from .runs import dialogue_frame, load_runs, missing_label_table, parse_labels
+    from .runs import dialogue_frame, failure_table, load_runs, missing_label_table, parse_labels
     from .tables import all_tables, levels_markdown, levels_table, to_markdown
 
     check_stat_args(args)
@@ -192,6 +198,13 @@ def main(args) -> int:
     atomic_write_text(out_dir / "missing_labels.md", to_markdown(missing, "Missing judge labels per task and condition level",
                                                                   "missing_rate = missing_turns / judged_turns"))
     written += ["missing_labels.csv", "missing_labels.md"]
+    failures = failure_table(runs)
+    atomic_write_text(out_dir / "failures.csv", failures.to_csv(index=False))
+    atomic_write_text(out_dir / "failures.md", to_markdown(
+        failures, "Failures by kind per task and condition level",
+        "stage student/tutor: the dialogue ended because that call still failed after retries; "
+        "stage judge: a tutor turn whose label is missing (never replaced by a value)."))
+    written += ["failures.csv", "failures.md"]
     levels = levels_table(dialogue_frame(runs))
     atomic_write_text(out_dir / "levels.csv", levels.to_csv(index=False))
     atomic_write_text(out_dir / "levels.md", levels_markdown(levels, args.min_pairs))

@@ -44,6 +44,9 @@ class Run:
     compat: dict[str, dict[str, str]] = field(default_factory=dict)
     # transcript stop_reason per dialogue, parallel to ``scores`` (None: the record has none)
     stop_reasons: list[str | None] = field(default_factory=list)
+    # every failure, one row each: (task, condition, level, stage, kind); stage is the failing
+    # party of a dialogue (student/tutor) or "judge" for a missing label
+    failures: list[tuple[str, str, str, str, str]] = field(default_factory=list)
 
     def frame(self):
         """Long DataFrame (see ``stats.LONG_COLUMNS``) of this run's scores."""
@@ -175,6 +178,7 @@ def _load_model_dir(model_dir: Path, pinned: Path | None, labels: dict[Path, str
             run.scores.append(ds)
             stop = (rec.get("transcript") or {}).get("stop_reason") if isinstance(rec.get("transcript"), dict) else None
             run.stop_reasons.append(str(stop) if stop else None)
+            run.failures.extend(record_failures(rec, ds))
             pv = (rec.get("provenance") or {}).get("protocol_version")
             if pv:
                 run.protocol_versions.add(str(pv))
@@ -312,6 +316,35 @@ def dialogue_frame(runs_or_scores: Iterable[Run] | Iterable[DialogueScores]):
     out = pd.concat([meta, vals], axis=1)
     out["question_id"] = out["question_id"].astype(str)
     return out
+
+
+def record_failures(rec: dict[str, Any], ds: DialogueScores) -> list[tuple[str, str, str, str, str]]:
+    """Failures of one record: a dialogue ended by a failed call ("student call failed [kind]: …")
+    and each missing judge label (reason "kind: detail")."""
+    import re
+
+    out = []
+    where = (ds.task, ds.condition, ds.level)
+    transcript = rec.get("transcript") if isinstance(rec.get("transcript"), dict) else {}
+    stop = str(transcript.get("stop_reason") or "")
+    if stop.endswith("_failed"):
+        m = re.search(r"\[([a-z0-9_]+)\]", str(transcript.get("error") or ""))
+        out.append((*where, stop.split("_")[0], m.group(1) if m else "other"))
+    for j in rec.get("judgements") or []:
+        if isinstance(j, dict) and j.get("status") == "missing":
+            out.append((*where, "judge", str(j.get("reason") or "unknown").split(":", 1)[0].strip()))
+    return out
+
+
+def failure_table(runs: Iterable[Run]):
+    """Failures counted by kind per tutor, task and condition level (issue 7)."""
+    import pandas as pd
+
+    cols = ["tutor", "task", "condition", "level", "stage", "kind"]
+    rows = [(r.label, *f) for r in runs for f in r.failures]
+    if not rows:
+        return pd.DataFrame(columns=cols + ["count"])
+    return pd.DataFrame(rows, columns=cols).groupby(cols, sort=True).size().reset_index(name="count")
 
 
 def missing_label_table(runs_or_scores: Iterable[Run] | Iterable[DialogueScores]):

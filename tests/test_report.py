@@ -128,3 +128,24 @@ def test_aggregations_agree_with_report_statistics():
     few = [s.to_dict() for s in make_scores(conditions=("explicit",), n_questions=5)]
     assert math.isnan(aggregations.agg_ped_abs_r(few)) and math.isnan(aggregations.agg_violations(few))
     assert math.isnan(aggregations.agg_missing_label_rate([None]))
+
+
+def test_failures_are_counted_by_kind_and_level(tmp_path):
+    """Every failure (dialogue ended by a failed call, missing judge label) lands in failures.csv."""
+    run = tmp_path / "run"
+    write_run(run, "org/t", seed=3, n_questions=3, conditions=("explicit",), domains=("physics",))
+    sf = next(run.rglob("samples_*.jsonl"))
+    lines = [json.loads(x) for x in sf.read_text().splitlines()]
+    rec0, rec1 = lines[0]["edufair_record"], lines[1]["edufair_record"]
+    rec0.setdefault("transcript", {})
+    rec0["transcript"]["stop_reason"] = "student_failed"
+    rec0["transcript"]["error"] = "student call failed [http_429]: ClientResponseError: 429"
+    rec1["judgements"] = [{"turn_index": 2, "status": "missing", "labels": None,
+                           "reason": "invalid_json: Expecting value (after 5 attempts)"}]
+    sf.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert cli(["report", str(run), "--out", str(tmp_path / "rep"), "--n-boot", "20", "--no-figures"]) == 0
+    f = pd.read_csv(tmp_path / "rep" / "failures.csv")
+    got = {(r.level, r.stage, r.kind): r["count"] for _, r in f.iterrows()}
+    assert got == {(rec0["scores"]["level"], "student", "http_429"): 1,
+                   (rec1["scores"]["level"], "judge", "invalid_json"): 1}
+    assert "1 dialogue(s) ended by a failed model call, 1 missing judge label(s)" in (tmp_path / "rep" / "summary.md").read_text()
