@@ -155,18 +155,15 @@ def signed_table(grid, units, condition: str, dimension: str, metrics: Sequence[
 def all_tables(grid, units) -> dict[str, tuple[str, object]]:
     """{file stem: (title, DataFrame)} for every table that has data."""
     out: dict[str, tuple[str, object]] = {}
-    t = table5_implicit(units)
-    if t is not None:
-        out["table5_implicit"] = ("Table 5: |r̄| under Implicit (mean over the two name pairs)", t)
-    t = table6_metric(units)
-    if t is not None:
-        out["table6_metric"] = ("Table 6: |r̄| per metric, averaged across the Explicit dimensions", t)
-    t = table7_opposite(units)
-    if t is not None:
-        out["table7_opposite"] = ("Table 7: |r̄| under Opposite (Correct = genders match, Wrong = mismatch)", t)
-    t = table8_dimension(units)
-    if t is not None:
-        out["table8_dimension"] = ("Table 8: |r̄| over the five pedagogical metrics per Explicit dimension", t)
+    for stem, title, build in (
+        ("table5_implicit", "Table 5: |r̄| under Implicit (mean over the two name pairs)", table5_implicit),
+        ("table6_metric", "Table 6: |r̄| per metric, averaged across the Explicit dimensions", table6_metric),
+        ("table7_opposite", "Table 7: |r̄| under Opposite (Correct = genders match, Wrong = mismatch)", table7_opposite),
+        ("table8_dimension", "Table 8: |r̄| over the five pedagogical metrics per Explicit dimension", table8_dimension),
+    ):
+        t = build(units)
+        if t is not None:
+            out[stem] = (title, t)
     explicit = grid[grid["condition"] == "explicit"]
     dims = list(dict.fromkeys(explicit["dimension"]))
     extra = 13
