@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from .errors import EduFairError
+from .local_server import LocalServer
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -103,27 +104,30 @@ def main(args: argparse.Namespace) -> int:
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     started = time.time()
 
-    def run_all(base_url: str, model: str) -> None:
+    def run_all(base_url: str, model: str, server=None) -> None:
         cmd = _lm_eval_command(args, out, base_url, model, limit)
-        print(f"edufair demo: {args.task}, {args.questions} question(s) x every level = {limit} dialogues, "
+        print(f"edufair demo: {args.task}, {args.questions} question(s) x {limit // args.questions} level(s) = {limit} dialogues, "
               f"T_max={args.max_tutor_turns}", flush=True)
         print("edufair demo: running lm_eval (tutor, student and judge on the same endpoint) ...", flush=True)
-        proc = subprocess.run(cmd, env=env)
-        if proc.returncode != 0:
-            raise EduFairError(f"lm_eval failed with exit code {proc.returncode} (its output is above)")
+        if server is None:
+            code = subprocess.run(cmd, env=env).returncode
+        else:
+            from .local_server import run_while_serving
+
+            code = run_while_serving(cmd, server, env=env)
+        if code != 0:
+            raise EduFairError(f"lm_eval failed with exit code {code} (its output is above)")
 
     if args.endpoint:
         if not args.endpoint_model:
             raise EduFairError("--endpoint needs --endpoint-model (the model name that endpoint serves)")
         run_all(args.endpoint, args.endpoint_model)
     else:
-        from .local_server import LocalServer
-
         server = LocalServer(args.model_file, n_ctx=args.n_ctx, n_threads=args.threads, log_path=out / "llama-server.log")
         print(f"edufair demo: starting local server for {server.model_path.name} ...", flush=True)
         with server:
             print(f"edufair demo: server ready at {server.base_url}", flush=True)
-            run_all(server.base_url, server.model)
+            run_all(server.base_url, server.model, server)
 
     from .report import main as report_main
 
@@ -133,10 +137,31 @@ def main(args: argparse.Namespace) -> int:
     )
     print("edufair demo: writing the report ...", flush=True)
     report_main(_report_namespace(report_args))
-    print(f"edufair demo: done in {time.time() - started:.0f} s")
-    print(f"  lm-eval results and samples: {out / 'lm_eval'}")
-    print(f"  report (tables, figures):    {report_dir}")
+    print(closing_summary(out, report_dir, time.time() - started))
     return 0
+
+
+def closing_summary(out: Path, report_dir: Path, seconds: float) -> str:
+    """The few lines a newcomer needs after the demo: where everything is and what to open first."""
+    lm_eval_dir = out / "lm_eval"
+    results = sorted(lm_eval_dir.glob("*/results_*.json"))
+    samples = sorted(lm_eval_dir.glob("*/samples_*.jsonl"))
+    lines = [
+        f"edufair demo: done in {seconds:.0f} s",
+        f"  open first:  {_shown(report_dir / 'summary.md')}  (then tables.md, levels.md and the fig_*.png figures)",
+        f"  report:      {_shown(report_dir)}",
+        f"  results:     {_shown(results[-1]) if results else _shown(lm_eval_dir)}",
+        f"  samples:     {_shown(samples[-1]) if samples else _shown(lm_eval_dir)}  (one dialogue record per line)",
+    ]
+    return "\n".join(lines)
+
+
+def _shown(path: Path) -> str:
+    """A path relative to the working directory when it lies below it (shorter to read)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def _report_namespace(defaults: argparse.Namespace) -> argparse.Namespace:

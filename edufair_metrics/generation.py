@@ -11,6 +11,7 @@ from typing import Any
 from lm_eval.api.instance import Instance
 
 from .errors import EduFairError
+from .lmeval import quiet_request_bars
 
 log = logging.getLogger("edufair")
 
@@ -171,7 +172,7 @@ class CachedGenerator:
 
             recorder.on_answer = store
         try:
-            with recorder:
+            with recorder, quiet_request_bars():
                 outs = self.lm.generate_until(self._instances(contexts, gen_kwargs, docs))
             return [_checked(o) for o in outs]
         except Exception as exc:  # noqa: BLE001 - isolate failures per dialogue below
@@ -186,7 +187,8 @@ class CachedGenerator:
                 continue
             self.calls += 1
             try:
-                out = self.lm.generate_until(self._instances([ctx], gen_kwargs, [doc]))[0]
+                with quiet_request_bars():
+                    out = self.lm.generate_until(self._instances([ctx], gen_kwargs, [doc]))[0]
                 results.append(_checked(out))
             except Exception as exc:  # noqa: BLE001
                 results.append(exc)

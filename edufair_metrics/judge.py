@@ -245,8 +245,9 @@ def parse_judge_output(content: str | None) -> dict[str, Any]:
 STRUCTURED_OUTPUT_FORMS = ("off", "json_object", "json_schema")
 
 
-def repo_config_path() -> Path:
-    return Path(__file__).resolve().parents[1] / "configs" / "judge.yaml"
+def default_config_path() -> Path:
+    """The judge defaults shipped inside the package (a wheel carries them like the checkout)."""
+    return Path(__file__).resolve().with_name("judge_defaults.yaml")
 
 
 @dataclass
@@ -279,7 +280,7 @@ class JudgeSettings:
         if not self.base_url or not isinstance(self.base_url, str):
             raise bad(
                 "judge endpoint not set (judge base_url: set EDUFAIR_JUDGE_BASE_URL, "
-                "--metadata '{\"edufair\": {\"judge\": {\"base_url\": ...}}}' or configs/judge.yaml)"
+                "--metadata '{\"edufair\": {\"judge\": {\"base_url\": ...}}}' or a file in EDUFAIR_JUDGE_CONFIG)"
             )
         if not re.match(r"^https?://", self.base_url):
             raise bad(f"judge base_url must start with http:// or https://, got {self.base_url!r}")
@@ -374,7 +375,7 @@ def load_judge_settings(
     validate: bool = True,
 ) -> JudgeSettings:
     """Settings from, in increasing priority: the config file (``config_path``, else
-    ``$EDUFAIR_JUDGE_CONFIG``, else the repository's ``configs/judge.yaml`` if present), the
+    ``$EDUFAIR_JUDGE_CONFIG``, else the packaged ``judge_defaults.yaml``), the
     ``metadata`` dict (lm-eval ``--metadata`` ``edufair.judge``), environment variables
     (EDUFAIR_JUDGE_BASE_URL, _MODEL, _CONCURRENCY, _STRUCTURED_OUTPUT, _MAX_RETRIES, _TIMEOUT_S),
     and explicit command-line values ``cli`` (None values ignored)."""
@@ -382,7 +383,7 @@ def load_judge_settings(
 
     env = os.environ if environ is None else environ
     values: dict[str, Any] = {}
-    path = Path(config_path) if config_path else (Path(env["EDUFAIR_JUDGE_CONFIG"]) if env.get("EDUFAIR_JUDGE_CONFIG") else repo_config_path())
+    path = Path(config_path) if config_path else (Path(env["EDUFAIR_JUDGE_CONFIG"]) if env.get("EDUFAIR_JUDGE_CONFIG") else default_config_path())
     if path.exists():
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}

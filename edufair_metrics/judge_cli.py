@@ -25,7 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, help="dialogues judged in parallel")
     parser.add_argument("--max-retries", type=int, help="retries per turn after the first attempt")
     parser.add_argument("--structured-output", choices=("off", "json_object", "json_schema"))
-    parser.add_argument("--judge-config", help="judge settings YAML (default: configs/judge.yaml)")
+    parser.add_argument("--judge-config", help="judge settings YAML (default: $EDUFAIR_JUDGE_CONFIG, else the packaged edufair_metrics/judge_defaults.yaml)")
     parser.add_argument("--cache", default=None, help="call cache path, or 'off' (default: $EDUFAIR_CACHE_DIR or results/cache)")
     parser.add_argument("--out", default="results/rejudged", help="output folder (default: results/rejudged)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")

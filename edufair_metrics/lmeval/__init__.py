@@ -1,0 +1,52 @@
+"""The one place where EduFair relies on lm-evaluation-harness internals (beyond its documented
+``LM``/``Task``/``Filter`` API). Each assumption has a contract test in ``tests/lmeval/`` that fails
+loudly when an lm-eval upgrade breaks it."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from typing import Iterator
+
+# lm-eval modules that draw a progress bar inside every generate_until call. TemplateAPI ignores
+# its own ``disable_tqdm`` argument for its "Requesting API" bars, and CachingLM draws "Checking
+# cached requests": with one call per dialogue turn these stack up into dozens of bars.
+_BAR_MODULES = (
+    "lm_eval.models.api_models",
+    "lm_eval.api.model",
+    "lm_eval.models.huggingface",
+    "lm_eval.models.vllm_causallms",
+)
+_BAR_NAMES = ("tqdm", "tqdm_asyncio")
+
+
+def _silenced(bar_cls):
+    class Quiet(bar_cls):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, **kwargs):
+            kwargs["disable"] = True
+            super().__init__(*args, **kwargs)
+
+    Quiet.__name__ = Quiet.__qualname__ = f"Quiet{bar_cls.__name__}"
+    Quiet.edufair_quiet = True
+    return Quiet
+
+
+@contextmanager
+def quiet_request_bars() -> Iterator[None]:
+    """Within the block, lm-eval's per-call progress bars are not drawn; EduFair shows one bar per
+    stage instead (dialogue turns, judging). lm-eval's logging is left as it is."""
+    patched = []
+    for name in _BAR_MODULES:
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        for attr in _BAR_NAMES:
+            bar = getattr(module, attr, None)
+            if isinstance(bar, type) and not getattr(bar, "edufair_quiet", False):
+                patched.append((module, attr, bar))
+                setattr(module, attr, _silenced(bar))
+    try:
+        yield
+    finally:
+        for module, attr, bar in reversed(patched):
+            setattr(module, attr, bar)

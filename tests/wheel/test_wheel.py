@@ -1,0 +1,95 @@
+"""The built wheel works like the editable checkout: build it, install it (with its dependencies)
+into a fresh virtual environment outside the checkout, and use it from a folder that is not the
+repository. Slow (about 2 minutes: a wheel build, a venv, ``lm_eval ls tasks``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.slow
+
+
+def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float = 900) -> str:
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    root = tmp_path_factory.mktemp("wheel")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("EDUFAIR_", "PYTHONPATH", "VIRTUAL_ENV"))}
+    env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+    dist = root / "dist"
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(REPO)], cwd=root, env=env)
+    (wheel,) = dist.glob("edufair-*.whl")
+    target = root / "venv"
+    venv.EnvBuilder(with_pip=True, clear=True).create(target)
+    bin_dir = target / "bin"
+    _run([str(bin_dir / "python"), "-m", "pip", "install", "-q", str(wheel)], cwd=root, env=env)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    work = root / "elsewhere"
+    work.mkdir()
+    return {"wheel": wheel, "bin": bin_dir, "env": env, "cwd": work, "site": target}
+
+
+def test_wheel_carries_the_runtime_files(installed):
+    names = set(zipfile.ZipFile(installed["wheel"]).namelist())
+    for required in (
+        "edufair_metrics/judge_defaults.yaml",
+        "lm_eval_tasks/edufair/_edufair_template_yaml",
+        "lm_eval_tasks/edufair/edufair_explicit_physics.yaml",
+        "lm_eval_tasks/edufair/prompts/protocol.yaml",
+        "lm_eval_tasks/edufair/prompts/judge.yaml",
+        "lm_eval_tasks/edufair/prompts/names.json",
+        "lm_eval_tasks/edufair/prompts/names-LICENSE",
+        "lm_eval_tasks/edufair/data/physics.jsonl",
+        "lm_eval_tasks/edufair/data/manifest.json",
+        "lm_eval_tasks/edufair/data/LICENSE-SciQ.txt",
+        "lm_eval_tasks/edufair/data/LICENSE-GSM8K.txt",
+    ):
+        assert required in names, required
+    assert not any(n.startswith("tests/") for n in names)
+
+
+def test_tasks_path_points_into_the_installed_package(installed):
+    out = _run([str(installed["bin"] / "edufair"), "tasks-path"], installed["cwd"], installed["env"]).strip()
+    path = Path(out)
+    assert path.is_dir() and str(installed["site"]) in str(path.resolve()), out
+    assert str(REPO) not in out
+
+
+def test_lm_eval_lists_the_tasks_from_the_wheel(installed):
+    tasks = _run([str(installed["bin"] / "edufair"), "tasks-path"], installed["cwd"], installed["env"]).strip()
+    out = _run([str(installed["bin"] / "lm_eval"), "ls", "tasks", "--include_path", tasks], installed["cwd"], installed["env"])
+    for task in ("edufair_explicit_physics", "edufair_implicit_math", "edufair_opposite_chemistry"):
+        assert task in out, task
+
+
+def test_default_judge_settings_and_data_load_from_the_wheel(installed):
+    code = (
+        "import edufair_metrics, lm_eval_tasks\n"
+        "from edufair_metrics.judge import load_judge_settings, load_judge_prompts\n"
+        "from edufair_metrics.bank import load_bank\n"
+        "from edufair_metrics.prompts import load_protocol\n"
+        "s = load_judge_settings()\n"
+        "print(s.base_url, s.model)\n"
+        "print(len(load_bank('physics')), len(load_bank('chemistry')), len(load_bank('mathematics')))\n"
+        "print(bool(load_judge_prompts()['system']), bool(load_protocol()))\n"
+        "print(edufair_metrics.__file__)\n"
+    )
+    lines = _run([str(installed["bin"] / "python"), "-c", code], installed["cwd"], installed["env"]).splitlines()
+    assert lines[0] == "http://localhost:8000/v1 openai/gpt-oss-120b"
+    counts = [int(x) for x in lines[1].split()]
+    assert all(n > 0 for n in counts), counts
+    assert lines[2] == "True True"
+    assert str(installed["site"]) in lines[3]
