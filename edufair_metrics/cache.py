@@ -15,10 +15,11 @@ a credential (``api_key``, ``authorization``, ``password``, ``secret``, access t
 from the key object before hashing, recursively, so neither keys nor headers ever influence or
 reach the cache. Values that contain the text of an API key found in the environment are refused.
 
-Location (policy, visible via ``edufair cache``): ``$EDUFAIR_CACHE_DIR/edufair-calls.sqlite`` when
-``EDUFAIR_CACHE_DIR`` is set, else ``results/cache/edufair-calls.sqlite`` relative to the current
-working directory. Threads: one connection per thread (``threading.local``); processes: SQLite
-locking with a busy timeout.
+Policy (:class:`CachePolicy`, decided once from the settings and used by the runner, the judge and
+``edufair cache``): enabled or not, and where: ``cache.path`` if set, else
+``$EDUFAIR_CACHE_DIR/edufair-calls.sqlite``, else ``results/cache/edufair-calls.sqlite`` relative
+to the current working directory. Threads: one connection per thread (``threading.local``);
+processes: SQLite locking with a busy timeout.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ import re
 import sqlite3
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +44,76 @@ SCHEMA_VERSION = 1
 _SECRET_NAME = re.compile(r"api_?key|authori[sz]ation|password|passwd|secret|bearer|access_?token|auth_?token|^token$")
 
 
-def default_cache_path() -> Path:
+def default_cache_path(environ: Mapping[str, str] | None = None) -> Path:
     """``$EDUFAIR_CACHE_DIR/edufair-calls.sqlite`` if set, else ``./results/cache/edufair-calls.sqlite``."""
-    env = os.environ.get("EDUFAIR_CACHE_DIR")
+    env = (os.environ if environ is None else environ).get("EDUFAIR_CACHE_DIR")
     if env:
         return Path(env).expanduser() / CACHE_FILENAME
     return Path.cwd() / "results" / "cache" / CACHE_FILENAME
+
+
+_OFF_WORDS = ("off", "none", "false", "no", "disabled")
+
+
+@dataclass(frozen=True)
+class CachePolicy:
+    """Whether model calls are cached, and where. Built once by :meth:`from_settings`."""
+
+    enabled: bool = True
+    path: Path | None = None  # None with enabled: the default location
+
+    @classmethod
+    def from_settings(cls, cache: Mapping[str, Any] | str | None, environ: Mapping[str, str] | None = None) -> "CachePolicy":
+        """From the ``edufair.cache`` setting ({enabled, path, dir}) or a command-line value (a
+        path, or "off"). The file is ``path`` if set, else ``edufair-calls.sqlite`` in
+        ``$EDUFAIR_CACHE_DIR`` (the environment overrides settings), else in ``dir``, else in
+        ``results/cache`` under the working directory."""
+        if isinstance(cache, (str, os.PathLike)):
+            text = str(cache).strip()
+            if text.lower() in _OFF_WORDS:
+                return cls(enabled=False)
+            cache = {"path": text} if text else {}
+        cache = dict(cache or {})
+        if cache.get("enabled", True) is False:
+            return cls(enabled=False)
+        if cache.get("path"):
+            return cls(path=Path(str(cache["path"])).expanduser())
+        env = os.environ if environ is None else environ
+        if not env.get("EDUFAIR_CACHE_DIR") and cache.get("dir"):
+            return cls(path=Path(str(cache["dir"])).expanduser() / CACHE_FILENAME)
+        return cls(path=default_cache_path(env))
+
+    @property
+    def location(self) -> Path | None:
+        return (self.path or default_cache_path()) if self.enabled else None
+
+    def open(self) -> "CallCache | None":
+        return CallCache(self.location) if self.enabled else None
+
+    def to_setting(self) -> dict[str, Any]:
+        """The form that travels in lm-eval filter arguments (plain data)."""
+        return {"enabled": self.enabled, "path": str(self.location) if self.enabled else None}
+
+
+# Model arguments that change how requests are sent, never what a model answers: they are left out
+# of cache keys so that a new port (edufair demo picks a free one), more concurrency or another
+# replica behind a load balancer still reuses every cached call.
+EXECUTION_ONLY_ARGS = frozenset({
+    "base_url", "num_concurrent", "max_retries", "timeout", "batch_size", "max_batch_size", "device",
+    "tokenized_requests", "verify_certificate", "header", "headers", "max_length", "parallelize",
+    "gpu_memory_utilization", "tensor_parallel_size", "data_parallel_size", "swap_space", "enable_prefix_caching",
+})
+
+
+def model_identity(kind: str, model_args: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What determines a model's answers: its lm-eval class/name and the arguments that matter."""
+    args = {k: v for k, v in (model_args or {}).items() if k not in EXECUTION_ONLY_ARGS}
+    return strip_secrets({"kind": kind, "model_args": args})
+
+
+def call_key(role: str, identity: Mapping[str, Any], gen_kwargs: Mapping[str, Any], prompt: str) -> dict[str, Any]:
+    """The cache key object of one tutor or student call."""
+    return {"namespace": role, "model": dict(identity), "gen_kwargs": dict(gen_kwargs), "prompt": prompt}
 
 
 def is_secret_name(name: str) -> bool:
@@ -170,9 +236,6 @@ class CallCache:
             raise
         return True
 
-    def __contains__(self, key_obj: Any) -> bool:
-        return self.get(key_obj) is not None
-
     def stats(self) -> dict[str, Any]:
         """{"path", "entries", "namespaces": {ns: n}, "size_bytes" (db + WAL), "oldest", "newest"}."""
         conn = self._conn()
@@ -225,13 +288,3 @@ class CallCache:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def open_cache(spec: str | os.PathLike | None) -> CallCache | None:
-    """Cache policy from a setting: None/"" -> default path; "off"/"none"/"false" -> no cache;
-    anything else -> that path."""
-    if spec is None or str(spec).strip() == "":
-        return CallCache(default_cache_path())
-    if str(spec).strip().lower() in ("off", "none", "false", "no", "disabled"):
-        return None
-    return CallCache(Path(str(spec)).expanduser())

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .errors import EduFairError
+from edufair_metrics.errors import EduFairError
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:

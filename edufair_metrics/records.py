@@ -49,7 +49,7 @@ def _from_dict(cls, data: dict[str, Any]):
 
 @dataclass(frozen=True)
 class BankItem:
-    """One question of the bank (one line of ``lm_eval_tasks/edufair/data/<domain>.jsonl``)."""
+    """One question of the bank (one line of ``edufair_metrics/bank/data/<domain>.jsonl``)."""
 
     id: str
     domain: str  # mathematics | physics | chemistry
@@ -122,7 +122,8 @@ class Transcript:
     stop_reason: str
     task: str = ""
     doc_id: int = -1
-    error: str | None = None  # set when stop_reason is a failure
+    error: str | None = None  # set when stop_reason is a failure: what went wrong
+    error_kind: str | None = None  # its FailureKind value (edufair_metrics.failures)
 
     @property
     def complete(self) -> bool:
@@ -155,7 +156,8 @@ class TurnJudgement:
     turn_index: int  # index into Transcript.turns
     status: str  # ok | missing
     labels: dict[str, Any] | None = None  # the six judge fields, validated
-    reason: str | None = None  # why missing (transport error, invalid JSON, wrong type, ...)
+    reason: str | None = None  # why missing, in words
+    kind: str | None = None  # why missing, as a FailureKind value (edufair_metrics.failures)
     raw: str | None = None  # the judge's last raw answer
     attempts: int = 0
     cached: bool = False

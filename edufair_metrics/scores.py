@@ -27,7 +27,7 @@ import math
 import re
 from typing import Iterable
 
-from .records import (
+from edufair_metrics.records import (
     CONVERSATION_METRICS,
     JUDGE_FIELD_FOR_METRIC,
     JUDGE_MISSING,

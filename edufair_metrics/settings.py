@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from .cache import is_secret_name, strip_secrets
-from .errors import EduFairError
+from edufair_metrics.cache import is_secret_name, strip_secrets
+from edufair_metrics.errors import EduFairError
 
 RUNNER_KEYS = {"preflight", "max_tutor_turns", "levels", "student", "judge", "cache", "render_check", "config", "bank_dir"}
 
@@ -88,8 +88,6 @@ def env_overrides() -> dict[str, Any]:
         student_args["model"] = os.environ["EDUFAIR_STUDENT_MODEL"]
     if student_args:
         out["student"] = {"model_args": student_args}
-    if os.environ.get("EDUFAIR_CACHE_DIR"):
-        out["cache"] = {"dir": os.environ["EDUFAIR_CACHE_DIR"]}
     return out
 
 

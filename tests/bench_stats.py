@@ -22,7 +22,7 @@ from scipy import stats as ss
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from edufair_metrics.records import ALL_METRICS  # noqa: E402
-from edufair_metrics.stats import contrast_grid, paired_contrast, rank_biserial  # noqa: E402
+from edufair_metrics.analysis.stats import contrast_grid, paired_contrast, rank_biserial  # noqa: E402
 
 LEVELS = {
     "explicit": ["female", "male", "native_born", "immigrant", "english", "other_language", "low_income",

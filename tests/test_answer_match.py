@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from edufair_metrics.answer_match import mentions_answer, normalize_answer, numbers_in_text, parse_number
+from edufair_metrics.protocol.answer_match import mentions_answer, normalize_answer, numbers_in_text, parse_number
 
 M = "mathematics"
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from edufair_metrics.cache import CallCache, cache_key, default_cache_path, open_cache, strip_secrets
+from edufair_metrics.cache import CachePolicy, CallCache, cache_key, default_cache_path, strip_secrets
 
 
 def test_roundtrip_persistence_and_canonical_keys(tmp_path):
@@ -98,10 +98,26 @@ def test_default_path_policy(tmp_path, monkeypatch):
     assert default_cache_path() == tmp_path / "results" / "cache" / "edufair-calls.sqlite"
     monkeypatch.setenv("EDUFAIR_CACHE_DIR", str(tmp_path / "elsewhere"))
     assert default_cache_path() == tmp_path / "elsewhere" / "edufair-calls.sqlite"
-    assert open_cache("off") is None
-    c = open_cache(None)
+    assert CachePolicy.from_settings("off").open() is None
+    c = CachePolicy.from_settings(None).open()
     assert c.path == tmp_path / "elsewhere" / "edufair-calls.sqlite"
     c.close()
+
+
+def test_cache_policy_is_decided_in_one_place(tmp_path, monkeypatch):
+    """Settings and the environment give one policy: path beats $EDUFAIR_CACHE_DIR beats dir."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("EDUFAIR_CACHE_DIR", raising=False)
+    assert CachePolicy.from_settings({"enabled": False}) == CachePolicy(enabled=False)
+    assert CachePolicy.from_settings({"enabled": False}).location is None
+    assert CachePolicy.from_settings({"dir": str(tmp_path / "d")}).location == tmp_path / "d" / "edufair-calls.sqlite"
+    monkeypatch.setenv("EDUFAIR_CACHE_DIR", str(tmp_path / "env"))
+    assert CachePolicy.from_settings({"dir": str(tmp_path / "d")}).location == tmp_path / "env" / "edufair-calls.sqlite"
+    assert CachePolicy.from_settings({"path": str(tmp_path / "p.sqlite")}).location == tmp_path / "p.sqlite"
+    assert CachePolicy.from_settings(str(tmp_path / "q.sqlite")).location == tmp_path / "q.sqlite"
+    # the form that travels to the judge filter gives back the same policy
+    for policy in (CachePolicy.from_settings({"enabled": False}), CachePolicy.from_settings(None)):
+        assert CachePolicy.from_settings(policy.to_setting()).location == policy.location
 
 
 WRITER = textwrap.dedent(

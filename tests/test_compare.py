@@ -10,8 +10,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic_runs import make_scores, write_run  # noqa: E402
 
 from edufair_metrics.cli import main as cli  # noqa: E402
-from edufair_metrics.compare import compare_frames  # noqa: E402
-from edufair_metrics.runs import scores_frame  # noqa: E402
+from edufair_metrics.analysis.compare import compare_frames  # noqa: E402
+from edufair_metrics.report.runs import scores_frame  # noqa: E402
 
 KW = dict(domains=("mathematics", "physics"), n_questions=40)
 REGRESSION = {("explicit", "female", "*"): 0.3, ("explicit", "immigrant", "*"): 0.3,

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from edufair_metrics.cli import main
-from edufair_metrics.local_server import embedded_model_available, llama_cpp_server_available
+from edufair_metrics.local.server import embedded_model_available, llama_cpp_server_available
 from edufair_metrics.records import JUDGE_OK, PEDAGOGICAL_METRICS, Transcript
 
 pytestmark = [

@@ -4,7 +4,7 @@
 final failure (its dialogue is marked failed, or its judge label missing); a key that got a fault
 and later a reply was retried successfully and must not be counted. The test checks the run's
 counts (results ``failed_dialogues``, ``missing_label_rate``, the per-level summary and each
-record's ``[kind]``) against the faults the endpoint actually served."""
+record's ``error_kind``) against the faults the endpoint actually served."""
 
 from __future__ import annotations
 
@@ -82,9 +82,8 @@ def test_faults_counted_missing_never_filled_and_rerun_fills_gaps(tmp_path):
         assert exp_dialogue and exp_judge and retried_ok, "the seed must inject all three cases"
 
         recs = samples(out)
-        kind_re = re.compile(r"\[([a-z0-9_]+)\]")
         got_dialogue = sorted(
-            t["stop_reason"].split("_")[0] + ":" + kind_re.search(t["error"]).group(1)
+            t["stop_reason"].split("_")[0] + ":" + t["error_kind"]
             for t in (r_["transcript"] for r_ in recs) if t["stop_reason"] in ("student_failed", "tutor_failed")
         )
         assert got_dialogue == exp_dialogue

@@ -113,9 +113,9 @@ def test_parse_accepts(content):
 @pytest.mark.parametrize(
     "content,kind",
     [
-        (None, "empty"),
-        ("   ", "empty"),
-        ("<think>only reasoning</think>", "empty"),
+        (None, "empty_output"),
+        ("   ", "empty_output"),
+        ("<think>only reasoning</think>", "empty_output"),
         ("not json at all", "invalid_json"),
         (labels_json()[:-3], "invalid_json"),  # truncated
         (labels_json() + "\n" + labels_json(), "invalid_json"),  # two objects
@@ -255,7 +255,7 @@ def test_retries_transport_and_invalid_output_then_success(srv):
     j = out[0][0]
     assert j.status == JUDGE_OK and j.attempts == 8 and j.labels["answer_leakage"] == 1
     assert srv.calls == 8
-    assert summary["failed_attempts"] == {"bad_body": 2, "empty": 1, "http_429": 1, "http_5xx": 1, "invalid_json": 1, "wrong_type": 1}
+    assert summary["failed_attempts"] == {"bad_body": 2, "empty_output": 1, "http_429": 1, "http_5xx": 1, "invalid_json": 1, "wrong_type": 1}
 
 
 def test_timeout_is_retried(srv):
@@ -277,7 +277,7 @@ def test_missing_after_bound_with_reason_and_no_default(srv, behaviour, kind):
     out = judge_transcripts([t], s, progress=False, summary=summary)
     j = out[0][0]
     assert j.status == JUDGE_MISSING and j.labels is None
-    assert j.reason.startswith(kind + ":") and "after 3 attempts" in j.reason
+    assert j.kind == kind and "after 3 attempts" in j.reason
     assert j.attempts == 3 and srv.calls == 3
     assert summary["missing_by_kind"] == {kind: 1}
     scores = score_dialogue(t, out[0])
@@ -289,7 +289,7 @@ def test_missing_after_bound_with_reason_and_no_default(srv, behaviour, kind):
 def test_client_error_4xx_not_retried(srv):
     srv.responder = lambda req: HTTPError(400, "response_format not supported")
     out = judge_transcripts([make_transcript(tutor_texts=("t?",))], settings_for(srv, max_retries=4), progress=False)
-    assert out[0][0].status == JUDGE_MISSING and out[0][0].reason.startswith("http_4xx") and srv.calls == 1
+    assert out[0][0].status == JUDGE_MISSING and out[0][0].kind == "http_4xx" and srv.calls == 1
 
 
 def test_cache_hits_on_rerun_make_zero_requests(srv, tmp_path):

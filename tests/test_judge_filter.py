@@ -9,7 +9,7 @@ import pytest
 from lm_eval.api.filter import Filter
 
 from edufair_metrics.cli import main as cli_main
-from edufair_metrics.judge_filter import JudgeFilter
+from edufair_metrics.lmeval.task import JudgeFilter
 from edufair_metrics.records import JUDGE_MISSING, JUDGE_OK, STOP_STUDENT_FAILED, Transcript, Turn
 
 try:
@@ -39,6 +39,7 @@ def _transcripts():
         "qb", "physics", "explicit", "gender", "male", "This is a Grade 8 male student.", "You are a student.",
         [Turn("question", "What is a force?"), Turn("student", "A push."), Turn("tutor", "Yes! Can you name one more kind?")],
         STOP_STUDENT_FAILED, task="edufair_physics", doc_id=1, error="student endpoint failed after retries",
+        error_kind="connection",
     )
     return [a, b]
 
@@ -53,7 +54,7 @@ def _respond(req):
 
 def test_filter_judges_all_transcripts_in_one_batch(tmp_path, capsys):
     with FakeOpenAI(responder=_respond) as srv:
-        f = JudgeFilter(judge={"base_url": srv.base_url, "model": "fake-judge", "max_retries": 1, "backoff_base_s": 0.001, "backoff_max_s": 0.001}, cache_path=str(tmp_path / "c.sqlite"), progress=False)
+        f = JudgeFilter(judge={"base_url": srv.base_url, "model": "fake-judge", "max_retries": 1, "backoff_base_s": 0.001, "backoff_max_s": 0.001}, cache={"path": str(tmp_path / "c.sqlite")}, progress=False)
         assert isinstance(f, Filter)
         resps = [[json.dumps(t.to_dict()), "placeholder"] for t in _transcripts()]
         out = f.apply(resps, [{"id": 0}, {"id": 1}])
@@ -62,13 +63,14 @@ def test_filter_judges_all_transcripts_in_one_batch(tmp_path, capsys):
     assert len(out) == 2 and all(set(r) >= {"transcript", "judgements", "scores", "flags"} for r in out)
     a, b = out
     assert [j["status"] for j in a["judgements"]] == [JUDGE_OK, JUDGE_MISSING]
-    assert a["judgements"][1]["reason"].startswith("http_5xx") and a["judgements"][1]["labels"] is None
+    assert a["judgements"][1]["kind"] == "http_5xx" and a["judgements"][1]["labels"] is None
     assert a["scores"]["missing_turns"] == 1 and a["scores"]["judged_turns"] == 2
     assert a["scores"]["scores"]["answer_leakage"] == 1.0  # only the judged turn counts
     assert a["scores"]["scores"]["tutor_turns"] == 2.0
     assert a["flags"]["incomplete"] is False
     # the failed dialogue is scored on the turns it has, and flagged
-    assert b["flags"] == {"incomplete": True, "stop_reason": STOP_STUDENT_FAILED, "error": "student endpoint failed after retries"}
+    assert b["flags"] == {"incomplete": True, "stop_reason": STOP_STUDENT_FAILED, "error": "student endpoint failed after retries",
+                          "error_kind": "connection"}
     assert b["scores"]["scores"]["answer_leakage"] == 0.0 and b["scores"]["judged_turns"] == 1
     assert b["transcript"]["question_id"] == "qb"
     err = capsys.readouterr().err
@@ -84,7 +86,7 @@ def test_filter_judges_all_transcripts_in_one_batch(tmp_path, capsys):
 def test_filter_disabled_records_every_turn_missing(capsys):
     f = JudgeFilter(enabled=False, judge={"base_url": "http://127.0.0.1:9/v1"})
     out = f.apply([[json.dumps(t.to_dict())] for t in _transcripts()], [{}, {}])
-    assert [[j["reason"] for j in r["judgements"]] for r in out] == [["judge disabled"] * 2, ["judge disabled"]]
+    assert [[j["kind"] for j in r["judgements"]] for r in out] == [["judge_disabled"] * 2, ["judge_disabled"]]
     assert all(j["labels"] is None for r in out for j in r["judgements"])
     assert out[0]["scores"]["scores"]["answer_leakage"] is None  # NaN in JSON, never 0
     assert out[0]["scores"]["scores"]["tutor_turns"] == 2.0

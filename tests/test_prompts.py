@@ -3,7 +3,7 @@
 import pytest
 
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.prompts import condition_levels, expand_documents, load_protocol, system_prompts
+from edufair_metrics.protocol.prompts import condition_levels, expand_documents, load_protocol, system_prompts
 from edufair_metrics.records import BankItem
 
 from .conftest import shared_file

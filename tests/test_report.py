@@ -12,11 +12,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from synthetic_runs import make_scores, write_run  # noqa: E402
 
-from edufair_metrics import aggregations  # noqa: E402
+from edufair_metrics.analysis import aggregations  # noqa: E402
 from edufair_metrics.cli import main as cli  # noqa: E402
 from edufair_metrics.errors import EduFairError  # noqa: E402
-from edufair_metrics.runs import load_run, load_runs, parse_labels, scores_frame, tutor_name  # noqa: E402
-from edufair_metrics.stats import contrast_grid, dimension_summary, headline  # noqa: E402
+from edufair_metrics.report.runs import load_run, load_runs, parse_labels, scores_frame, tutor_name  # noqa: E402
+from edufair_metrics.analysis.stats import contrast_grid, dimension_summary, headline  # noqa: E402
 
 BIAS = {("explicit", "female", "step_scaffolded"): 0.4}
 
@@ -139,9 +139,10 @@ def test_failures_are_counted_by_kind_and_level(tmp_path):
     rec0, rec1 = lines[0]["edufair_record"], lines[1]["edufair_record"]
     rec0.setdefault("transcript", {})
     rec0["transcript"]["stop_reason"] = "student_failed"
-    rec0["transcript"]["error"] = "student call failed [http_429]: ClientResponseError: 429"
-    rec1["judgements"] = [{"turn_index": 2, "status": "missing", "labels": None,
-                           "reason": "invalid_json: Expecting value (after 5 attempts)"}]
+    rec0["transcript"]["error"] = "student call failed: ClientResponseError: 429"
+    rec0["transcript"]["error_kind"] = "http_429"
+    rec1["judgements"] = [{"turn_index": 2, "status": "missing", "labels": None, "kind": "invalid_json",
+                           "reason": "Expecting value (after 5 attempts)"}]
     sf.write_text("".join(json.dumps(x) + "\n" for x in lines))
     assert cli(["report", str(run), "--out", str(tmp_path / "rep"), "--n-boot", "20", "--no-figures"]) == 0
     f = pd.read_csv(tmp_path / "rep" / "failures.csv")

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from synthetic_runs import write_run  # noqa: E402
 
-from edufair_metrics import figures  # noqa: E402
+from edufair_metrics.report import figures  # noqa: E402
 from edufair_metrics.cli import main as cli  # noqa: E402
 from edufair_metrics.records import DialogueScores  # noqa: E402
 

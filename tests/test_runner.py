@@ -9,10 +9,10 @@ import json
 from lm_eval import simple_evaluate
 from lm_eval.tasks import TaskManager
 
-from edufair_metrics.prompts import condition_levels, system_prompts
+from edufair_metrics.protocol.prompts import condition_levels, system_prompts
 from edufair_metrics.records import Transcript
 from lm_eval_tasks import TASKS_DIR
-from lm_eval_tasks.task import HARNESS_PLACEHOLDER
+from edufair_metrics.lmeval.task import HARNESS_PLACEHOLDER
 
 from .conftest import QUESTIONS, write_bank
 from .fake_lms import STUDENT_SCRIPTS, STUDENTS, ScriptedChatLM, default_tutor
@@ -136,7 +136,7 @@ def test_other_conditions_run(bank_dir):
 
 
 def test_predict_only_generates_transcripts_without_judging(bank_dir, monkeypatch):
-    import edufair_metrics.judge_filter as jf
+    import edufair_metrics.judge.run as jf
 
     def no_judge(*a, **k):  # the judge must not be reached at all
         raise AssertionError("judge called under --predict_only")
@@ -152,7 +152,7 @@ def test_predict_only_generates_transcripts_without_judging(bank_dir, monkeypatc
     )
     recs = records(results)
     assert len(recs) == 9 and all(r["transcript"]["turns"][2]["role"] == "tutor" for r in recs)
-    assert all(j["status"] == "missing" and j["reason"].startswith("judge disabled") for r in recs for j in r["judgements"])
+    assert all(j["status"] == "missing" and j["kind"] == "judge_disabled" for r in recs for j in r["judgements"])
     assert results["results"]["edufair_explicit_physics"]["edufair_record,judged"] == 9.0
 
 

@@ -17,7 +17,7 @@ pytest.importorskip("accelerate", reason="lm-eval's hf backend imports accelerat
 
 
 from edufair_metrics.errors import EduFairError  # noqa: E402
-from edufair_metrics.prompts import condition_levels, system_prompts  # noqa: E402
+from edufair_metrics.protocol.prompts import condition_levels, system_prompts  # noqa: E402
 from edufair_metrics.records import Transcript  # noqa: E402
 
 from .conftest import QUESTIONS

@@ -1,4 +1,4 @@
-"""Statistics of edufair_metrics.stats: hand-computed examples and agreement with scipy."""
+"""Statistics of edufair_metrics.analysis.stats: hand-computed examples and agreement with scipy."""
 
 import math
 
@@ -8,7 +8,7 @@ import pytest
 from scipy import stats as ss
 
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.stats import (
+from edufair_metrics.analysis.stats import (
     bootstrap_rank_biserial,
     contrast_grid,
     dimension_summary,

@@ -1,7 +1,7 @@
 """The EduFair question bank: builders (SciQ, SocraTeach, GSM8K proxy) and a validating loader.
 
 ``load_bank(domain)`` is what the tasks use at run time (no network): it reads the shipped
-``lm_eval_tasks/edufair/data/<domain>.jsonl`` and checks every record.
+``edufair_metrics/bank/data/<domain>.jsonl`` and checks every record.
 """
 
 from __future__ import annotations
@@ -9,10 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import EduFairError
-from ..io import iter_jsonl
-from ..records import DOMAINS, GRADES, BankItem
-from .common import BANK_VERSION
+from edufair_metrics.errors import EduFairError
+from edufair_metrics.io import iter_jsonl
+from edufair_metrics.records import DOMAINS, GRADES, BankItem
+from edufair_metrics.bank.common import BANK_VERSION
+
+DATA_DIR = Path(__file__).resolve().parent / "data"  # the shipped bank
 
 __all__ = ["load_bank", "validate_record", "bank_path", "BANK_VERSION", "SOURCES"]
 
@@ -24,8 +26,6 @@ def bank_path(domain: str, data_dir: str | Path | None = None) -> Path:
     if domain not in DOMAINS:
         raise EduFairError(f"unknown domain {domain!r}; choose from {', '.join(DOMAINS)}")
     if data_dir is None:
-        from lm_eval_tasks import DATA_DIR
-
         data_dir = DATA_DIR
     return Path(data_dir) / f"{domain}.jsonl"
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..errors import EduFairError
-from ..io import atomic_write_text
-from ..records import DOMAINS, BankItem
-from . import gsm8k, licenses, sciq, socrateach
-from .common import BANK_VERSION, DEFAULT_PER_DOMAIN, DEFAULT_SEED, shared_data_dir
+from edufair_metrics.errors import EduFairError
+from edufair_metrics.io import atomic_write_text
+from edufair_metrics.records import DOMAINS, BankItem
+from edufair_metrics.bank import gsm8k, licenses, sciq, socrateach
+from edufair_metrics.bank.common import BANK_VERSION, DEFAULT_PER_DOMAIN, DEFAULT_SEED, shared_data_dir
 
 MANIFEST = "manifest.json"
 README = "README.md"

@@ -10,8 +10,8 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Sequence, TypeVar
 
-from ..answer_match import normalize_answer
-from ..errors import EduFairError
+from edufair_metrics.protocol.answer_match import normalize_answer
+from edufair_metrics.errors import EduFairError
 
 BANK_VERSION = "1.0"
 DEFAULT_SEED = 0

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..answer_match import mentions_answer
-from ..errors import EduFairError
-from ..io import iter_jsonl, sha256_file
-from ..records import GRADES, BankItem
-from .common import canonical_number, clean_text, item_id, numeric_answer_forms, seeded_sample
+from edufair_metrics.protocol.answer_match import mentions_answer
+from edufair_metrics.errors import EduFairError
+from edufair_metrics.io import iter_jsonl, sha256_file
+from edufair_metrics.records import GRADES, BankItem
+from edufair_metrics.bank.common import canonical_number, clean_text, item_id, numeric_answer_forms, seeded_sample
 
 SOURCE = "gsm8k-proxy"
 DOMAIN = "mathematics"

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import EduFairError
-from ..io import parse_json, sha256_file
-from ..records import GRADES, BankItem
-from .common import clean_text, item_id, seeded_sample, text_answer_forms
+from edufair_metrics.errors import EduFairError
+from edufair_metrics.io import parse_json, sha256_file
+from edufair_metrics.records import GRADES, BankItem
+from edufair_metrics.bank.common import clean_text, item_id, seeded_sample, text_answer_forms
 
 SOURCE = "sciq"
 HUB_ID = "allenai/sciq"

@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..answer_match import mentions_answer
-from ..errors import EduFairError
-from ..io import read_json, sha256_file
-from ..records import GRADES, BankItem
-from .common import canonical_number, clean_text, item_id, numeric_answer_forms, seeded_sample
+from edufair_metrics.protocol.answer_match import mentions_answer
+from edufair_metrics.errors import EduFairError
+from edufair_metrics.io import read_json, sha256_file
+from edufair_metrics.records import GRADES, BankItem
+from edufair_metrics.bank.common import canonical_number, clean_text, item_id, numeric_answer_forms, seeded_sample
 
 SOURCE = "socrateach"
 DOMAIN = "mathematics"

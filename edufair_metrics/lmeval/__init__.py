@@ -4,7 +4,9 @@ loudly when an lm-eval upgrade breaks it."""
 
 from __future__ import annotations
 
+import importlib.util
 import sys
+from pathlib import Path
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -50,3 +52,14 @@ def quiet_request_bars() -> Iterator[None]:
     finally:
         for module, attr, bar in reversed(patched):
             setattr(module, attr, bar)
+
+
+def tasks_path() -> Path:
+    """The task YAML folder to pass as ``lm_eval --include_path``. Found without importing
+    ``lm_eval_tasks``, which depends on this package and not the other way round."""
+    spec = importlib.util.find_spec("lm_eval_tasks")
+    if spec is None or not spec.submodule_search_locations:
+        from edufair_metrics.errors import EduFairError
+
+        raise EduFairError("the lm_eval_tasks package is not installed next to edufair_metrics; reinstall edufair")
+    return Path(list(spec.submodule_search_locations)[0]).resolve() / "edufair"

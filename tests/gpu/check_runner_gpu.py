@@ -91,7 +91,7 @@ def main(argv=None) -> int:
     # ---- instrumentation: every HFLM.generate_until call, by role ------------------------------
     from lm_eval.models.huggingface import HFLM
 
-    import lm_eval_tasks.task as task_mod
+    import edufair_metrics.lmeval.task as task_mod
 
     calls: list[dict] = []  # {role, n, seconds, new_tokens, max_gen_toks}
     detect: list[float] = []  # seconds spent in HFLM's batch size detection (--batch_size auto)

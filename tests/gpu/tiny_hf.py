@@ -39,7 +39,7 @@ def _training_text() -> list[str]:
     domain (so a tutor prompt is a few hundred tokens, not thousands of bytes) plus some chat."""
     texts = ["What force pulls objects toward Earth? I am not sure, maybe it is gravity?"]
     try:
-        from edufair_metrics.prompts import condition_levels, system_prompts
+        from edufair_metrics.protocol.prompts import condition_levels, system_prompts
 
         for condition in ("explicit", "implicit", "opposite"):
             for lv in condition_levels(condition):

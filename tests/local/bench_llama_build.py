@@ -20,7 +20,7 @@ import time
 CHILD = r"""
 import json, sys, time
 import llama_cpp
-from edufair_metrics.local_server import find_embedded_model
+from edufair_metrics.local.server import find_embedded_model
 threads, repeats = int(sys.argv[1]), int(sys.argv[2])
 llm = llama_cpp.Llama(model_path=str(find_embedded_model()), n_ctx=2048, n_threads=threads,
                       n_threads_batch=threads, seed=1, verbose=False)
@@ -51,7 +51,7 @@ def main() -> int:
     t0 = time.time()
     proc = subprocess.run([sys.executable, "-c", CHILD, str(args.threads), str(args.repeats)], capture_output=True, text=True)
     if proc.returncode != 0:
-        from edufair_metrics.local_server import describe_exit
+        from edufair_metrics.local.server import describe_exit
 
         print(f"build crashed: {describe_exit(proc.returncode)} after {time.time() - t0:.1f} s")
         print(proc.stderr.strip()[-500:])

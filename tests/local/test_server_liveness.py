@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from edufair_metrics import demo as demo_module
-from edufair_metrics import local_server as ls
+from edufair_metrics.local import demo as demo_module
+from edufair_metrics.local import server as ls
 from edufair_metrics.cli import main as cli
 
 FAKE = Path(__file__).with_name("fake_llama_server.py")

@@ -5,6 +5,7 @@ repository. Slow (about 2 minutes: a wheel build, a venv, ``lm_eval ls tasks``).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -30,7 +31,11 @@ def installed(tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EDUFAIR_", "PYTHONPATH", "VIRTUAL_ENV"))}
     env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
     dist = root / "dist"
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(REPO)], cwd=root, env=env)
+    # Build from a copy of the source files: setuptools reuses a stale build/ folder in the checkout.
+    src = root / "src"
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "results",
+                                                             "__pycache__", ".pytest_cache", "tests"))
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(src)], cwd=root, env=env)
     (wheel,) = dist.glob("edufair-*.whl")
     target = root / "venv"
     venv.EnvBuilder(with_pip=True, clear=True).create(target)
@@ -45,17 +50,20 @@ def installed(tmp_path_factory):
 def test_wheel_carries_the_runtime_files(installed):
     names = set(zipfile.ZipFile(installed["wheel"]).namelist())
     for required in (
-        "edufair_metrics/judge_defaults.yaml",
+        "edufair_metrics/judge/defaults.yaml",
+        "lm_eval_tasks/task.py",
         "lm_eval_tasks/edufair/_edufair_template_yaml",
         "lm_eval_tasks/edufair/edufair_explicit_physics.yaml",
-        "lm_eval_tasks/edufair/prompts/protocol.yaml",
-        "lm_eval_tasks/edufair/prompts/judge.yaml",
-        "lm_eval_tasks/edufair/prompts/names.json",
-        "lm_eval_tasks/edufair/prompts/names-LICENSE",
-        "lm_eval_tasks/edufair/data/physics.jsonl",
-        "lm_eval_tasks/edufair/data/manifest.json",
-        "lm_eval_tasks/edufair/data/LICENSE-SciQ.txt",
-        "lm_eval_tasks/edufair/data/LICENSE-GSM8K.txt",
+        "edufair_metrics/protocol/data/protocol.yaml",
+        "edufair_metrics/protocol/data/judge.yaml",
+        "edufair_metrics/protocol/data/names.json",
+        "edufair_metrics/protocol/data/names-LICENSE",
+        "edufair_metrics/bank/data/physics.jsonl",
+        "edufair_metrics/bank/data/chemistry.jsonl",
+        "edufair_metrics/bank/data/mathematics.jsonl",
+        "edufair_metrics/bank/data/manifest.json",
+        "edufair_metrics/bank/data/LICENSE-SciQ.txt",
+        "edufair_metrics/bank/data/LICENSE-GSM8K.txt",
     ):
         assert required in names, required
     assert not any(n.startswith("tests/") for n in names)
@@ -80,7 +88,7 @@ def test_default_judge_settings_and_data_load_from_the_wheel(installed):
         "import edufair_metrics, lm_eval_tasks\n"
         "from edufair_metrics.judge import load_judge_settings, load_judge_prompts\n"
         "from edufair_metrics.bank import load_bank\n"
-        "from edufair_metrics.prompts import load_protocol\n"
+        "from edufair_metrics.protocol import load_protocol\n"
         "s = load_judge_settings()\n"
         "print(s.base_url, s.model)\n"
         "print(len(load_bank('physics')), len(load_bank('chemistry')), len(load_bank('mathematics')))\n"

@@ -1,0 +1,106 @@
+"""lm-eval aggregation functions for the EduFair tasks' headline numbers.
+
+lm-eval calls each with the list of per-document items of one task; each item is a
+``DialogueScores.to_dict()`` (or None for a dialogue without scores). They use the same statistics
+as ``edufair report`` (``stats.contrast_grid`` -> ``dimension_summary`` -> ``headline``, B = 1000,
+seed 0, ≥ 15 pairs, SES summary mean |r| of pairwise), so the numbers agree with the report for
+the same dialogues. Each returns one float, NaN when no contrast has enough pairs.
+
+Wire them from the task's ``metric_list`` (``aggregation: !function <utils>.agg_ped_abs_r``, via a
+utils module next to the YAML that re-exports them), with ``process_results`` returning
+``DialogueScores.to_dict()`` for each of these metric keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import OrderedDict
+from typing import Any, Sequence
+
+from edufair_metrics.records import DialogueScores, Transcript
+
+_CACHE: "OrderedDict[str, Any]" = OrderedDict()
+
+
+def _units(items: Sequence[dict | None]):
+    """Dimension-level units for one task's items (cached: lm-eval calls several aggregations
+    on the same dialogues)."""
+    from edufair_metrics.analysis.frames import scores_frame
+    from edufair_metrics.analysis.stats import contrast_grid, dimension_summary
+
+    valid = [it for it in items if isinstance(it, dict)]
+    key = hashlib.sha256(json.dumps(valid, sort_keys=True, default=str).encode()).hexdigest()
+    if key in _CACHE:
+        return _CACHE[key]
+    scores = [DialogueScores.from_dict(it) for it in valid]
+    units = None
+    if scores:
+        grid = contrast_grid(scores_frame(scores))
+        units = dimension_summary(grid) if len(grid) else None
+    _CACHE[key] = units
+    while len(_CACHE) > 8:
+        _CACHE.popitem(last=False)
+    return units
+
+
+def _headline_value(items, kind: str, column: str) -> float:
+    from edufair_metrics.analysis.stats import headline
+
+    units = _units(items)
+    if units is None:
+        return math.nan
+    u = units[units["sufficient"]]
+    if len(u) == 0:
+        return math.nan
+    h = headline(u.assign(tutor=""), kind=kind)
+    if len(h) == 0:
+        return math.nan
+    return float(h[column].iloc[0])
+
+
+def agg_ped_abs_r(items: Sequence[dict | None]) -> float:
+    """Mean |r| over the pedagogical metrics × the task's headline contrasts."""
+    return _headline_value(items, "pedagogical", "abs_r")
+
+
+def agg_conv_abs_r(items: Sequence[dict | None]) -> float:
+    """Mean |r| over the conversation metrics × the task's headline contrasts."""
+    return _headline_value(items, "conversation", "abs_r")
+
+
+def agg_violations(items: Sequence[dict | None]) -> float:
+    """Number of (metric × headline contrast) units, all nine metrics, whose 95% CI excludes 0."""
+    units = _units(items)
+    if units is None or not units["sufficient"].any():
+        return math.nan
+    u = units[units["headline"] & units["sufficient"]]
+    return float(u["violation"].sum())
+
+
+def agg_missing_label_rate(items: Sequence[dict | None]) -> float:
+    """Missing judge labels / judged tutor turns over the task's dialogues (NaN if none judged)."""
+    missing = judged = 0
+    for it in items:
+        if isinstance(it, dict):
+            missing += int(it.get("missing_turns") or 0)
+            judged += int(it.get("judged_turns") or 0)
+    return missing / judged if judged else math.nan
+
+
+def count(items: list[Any]) -> float:
+    """Sum of 0/1 flags (e.g. failed_dialogues)."""
+    return float(sum(int(x or 0) for x in items))
+
+
+# ---- aggregations referenced from the YAML -------------------------------------------------------
+def nanmean(items: list[Any]) -> float:
+    """Mean over dialogues that have a value (None/NaN = no applicable turn or missing labels)."""
+    vals = [float(x) for x in items if x is not None and not (isinstance(x, float) and math.isnan(x))]
+    return sum(vals) / len(vals) if vals else float("nan")
+
+
+def complete_dialogues(items: list[Any]) -> float:
+    """Number of dialogues that ended by the protocol's stop rule (not by a model failure)."""
+    return float(sum(1 for r in items if Transcript.from_dict(r["transcript"]).complete))

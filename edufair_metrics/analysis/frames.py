@@ -1,0 +1,51 @@
+"""Per-dialogue scores as pandas frames, the input of the statistics. Accept runs (anything with
+``.scores``, a list of DialogueScores, and ``.stop_reasons``) or DialogueScores."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from edufair_metrics.records import ALL_METRICS, DialogueScores
+
+
+def scores_frame(runs_or_scores: Iterable[Any]):
+    """Long DataFrame with columns tutor, task, domain, condition, dimension, level, question_id,
+    metric, value (one row per dialogue and metric, NaN = no value)."""
+    import pandas as pd
+
+    scores: list[DialogueScores] = []
+    for x in runs_or_scores:
+        scores.extend([x] if isinstance(x, DialogueScores) else x.scores)
+    meta_cols = ["tutor", "task", "domain", "condition", "dimension", "level", "question_id"]
+    if not scores:
+        return pd.DataFrame(columns=meta_cols + ["metric", "value"])
+    meta = pd.DataFrame([{c: getattr(s, c) for c in meta_cols} for s in scores])
+    vals = pd.DataFrame([s.scores for s in scores], dtype=float)
+    cols = [m for m in ALL_METRICS if m in vals.columns] + [m for m in vals.columns if m not in ALL_METRICS]
+    wide = pd.concat([meta, vals[cols]], axis=1)
+    long = wide.melt(id_vars=meta_cols, var_name="metric", value_name="value")
+    long["question_id"] = long["question_id"].astype(str)
+    return long
+
+
+def dialogue_frame(runs_or_scores: Iterable[Any]):
+    """Wide DataFrame, one row per dialogue: tutor, task, domain, condition, dimension, level,
+    question_id, stop_reason (None when unknown, e.g. bare DialogueScores) and the nine scores
+    (NaN = no value)."""
+    import pandas as pd
+
+    rows: list[tuple[DialogueScores, str | None]] = []
+    for x in runs_or_scores:
+        if not isinstance(x, DialogueScores):  # a run: its dialogues with their stop reasons
+            stops = x.stop_reasons if len(x.stop_reasons) == len(x.scores) else [None] * len(x.scores)
+            rows.extend(zip(x.scores, stops))
+        else:
+            rows.append((x, None))
+    meta_cols = ["tutor", "task", "domain", "condition", "dimension", "level", "question_id", "stop_reason"]
+    if not rows:
+        return pd.DataFrame(columns=meta_cols + list(ALL_METRICS))
+    meta = pd.DataFrame([{**{c: getattr(s, c) for c in meta_cols[:-1]}, "stop_reason": stop} for s, stop in rows])
+    vals = pd.DataFrame([s.scores for s, _ in rows], dtype=float).reindex(columns=list(ALL_METRICS))
+    out = pd.concat([meta, vals], axis=1)
+    out["question_id"] = out["question_id"].astype(str)
+    return out

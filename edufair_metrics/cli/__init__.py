@@ -1,0 +1,66 @@
+"""``edufair`` command line. Each subcommand lives in its own module exposing
+``configure(parser)`` and ``main(args) -> int``; they are imported lazily so that
+``edufair --help`` and ``edufair tasks-path`` stay fast."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from edufair_metrics.errors import EduFairError
+
+# subcommand -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "tasks-path": ("edufair_metrics.cli.tasks_path", "print the directory to pass as lm_eval --include_path"),
+    "build-bank": ("edufair_metrics.cli.build_bank", "rebuild the question bank (SciQ, SocraTeach or GSM8K proxy)"),
+    "judge": ("edufair_metrics.cli.judge", "(re-)judge stored transcripts from lm-eval samples files"),
+    "report": ("edufair_metrics.cli.report", "paired bias statistics, paper tables and figures for runs"),
+    "leaderboard": ("edufair_metrics.cli.leaderboard", "rank tutors by fairness and pedagogy"),
+    "compare": ("edufair_metrics.cli.compare", "CI gate: is a candidate tutor less fair than a baseline?"),
+    "demo": ("edufair_metrics.cli.demo", "run a real EduFair task end to end on the embedded local model"),
+    "cache": ("edufair_metrics.cli.cache", "show or clear the persistent call cache"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from edufair_metrics import __version__
+
+    parser = argparse.ArgumentParser(prog="edufair", description="EduFair: pedagogical fairness audits of LLM tutors")
+    parser.add_argument("--version", action="version", version=f"edufair {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    argv = sys.argv[1:]
+    wanted = next((a for a in argv if not a.startswith("-")), None)
+    for name, (module, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        # Only the chosen subcommand's module is imported (its arguments are needed only then).
+        if name == wanted:
+            _load(module).configure(p)
+            p.set_defaults(_module=module)
+    return parser
+
+
+def _load(module: str):
+    return importlib.import_module(module)
+
+
+def main(argv: list[str] | None = None) -> int:
+    if argv is not None:
+        sys.argv = [sys.argv[0], *argv]
+    parser = build_parser()
+    args = parser.parse_args()
+    if not getattr(args, "_module", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(_load(args._module).main(args) or 0)
+    except EduFairError as exc:
+        print(f"edufair {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"edufair {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""``edufair compare``: the CI gate – is a candidate tutor less fair than a baseline? The rule is
+documented in ``edufair_metrics/analysis/compare.py``. Exit 0 pass, 1 regression, 2 bad input."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from edufair_metrics.analysis.compare import NEW_VIOLATION_POLICIES
+from edufair_metrics.cli._common import add_stat_args, stat_params
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--baseline", required=True, help="baseline tutor's lm-eval output (folder or results JSON)")
+    parser.add_argument("--candidate", required=True, help="candidate tutor's lm-eval output")
+    parser.add_argument("--max-increase", type=float, default=0.05,
+                        help="largest allowed increase of the headline pedagogical |r̄| (default %(default)s)")
+    parser.add_argument("--new-violations", choices=NEW_VIOLATION_POLICIES, default="significant",
+                        help="which new violations fail the gate (default %(default)s)")
+    parser.add_argument("--out", type=Path, default=None, help="folder (default results/compare-<timestamp>/)")
+    add_stat_args(parser)
+
+
+def main(args: argparse.Namespace) -> int:
+    from edufair_metrics.report.compare import run_compare
+    from edufair_metrics.report.runs import load_run
+    from edufair_metrics.report.write import timestamped_dir
+
+    params = stat_params(args)
+    base, cand = load_run(args.baseline), load_run(args.candidate)
+    res, text = run_compare(base, cand, args.out or timestamped_dir("compare"), params,
+                            max_increase=args.max_increase, new_violations=args.new_violations)
+    print(text)
+    return 1 if res.failed else 0

@@ -1,0 +1,31 @@
+"""``edufair leaderboard``: rank tutors by fairness and pedagogy.
+
+    edufair leaderboard OUT_A OUT_B ... [--out DIR] [--label NAME=DIR ...] [--n-boot ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from edufair_metrics.cli._common import add_stat_args, stat_params
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("inputs", nargs="+", metavar="RUN", help="lm-eval output folders (one or more tutors)")
+    parser.add_argument("--out", type=Path, default=None, help="folder (default results/leaderboard-<timestamp>/)")
+    parser.add_argument("--label", action="append", default=[], metavar="NAME=DIR", help="tutor name for a run folder")
+    add_stat_args(parser)
+
+
+def main(args: argparse.Namespace) -> int:
+    from edufair_metrics.report.leaderboard import write_leaderboard
+    from edufair_metrics.report.runs import load_runs, parse_labels
+    from edufair_metrics.report.write import timestamped_dir
+
+    params = stat_params(args)
+    runs = load_runs(args.inputs, parse_labels(args.label))
+    out_dir = args.out or timestamped_dir("leaderboard")
+    print(write_leaderboard(runs, out_dir, params))
+    print(f"written to {out_dir}")
+    return 0

@@ -1,0 +1,34 @@
+"""``edufair report``: paired bias statistics, the paper's Tables 5–12 and Figures 2–5 for runs.
+
+    edufair report OUT_A OUT_B ... [--out DIR] [--n-boot 1000] [--seed 0] [--min-pairs 15]
+                   [--ses-summary mean_abs_pairwise|max_abs_pairwise] [--label NAME=DIR ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from edufair_metrics.cli._common import add_stat_args, stat_params
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("inputs", nargs="+", metavar="RUN",
+                        help="lm-eval --output_path folder, model folder or results JSON (one or more)")
+    parser.add_argument("--out", type=Path, default=None, help="report folder (default results/report-<timestamp>/)")
+    parser.add_argument("--label", action="append", default=[], metavar="NAME=DIR", help="tutor name for a run folder")
+    parser.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
+    add_stat_args(parser)
+
+
+def main(args: argparse.Namespace) -> int:
+    from edufair_metrics.report.runs import load_runs, parse_labels
+    from edufair_metrics.report.write import timestamped_dir, write_report
+
+    params = stat_params(args)
+    runs = load_runs(args.inputs, parse_labels(args.label))
+    result = write_report(runs, args.out or timestamped_dir("report"), params, figures=not args.no_figures,
+                          command=["edufair", "report", *map(str, args.inputs)], progress=sys.stderr.isatty())
+    print(f"edufair report: {result.line()}")
+    return 0

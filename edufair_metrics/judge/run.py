@@ -1,0 +1,177 @@
+"""Judging whole transcripts: every tutor turn of every dialogue, dialogues in parallel, turns of
+one dialogue in order (they share a prompt prefix), behind one progress bar."""
+
+from __future__ import annotations
+
+import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from edufair_metrics.cache import CachePolicy, CallCache
+from edufair_metrics.errors import EduFairError
+from edufair_metrics.failures import FailureKind
+from edufair_metrics.judge.client import _Stats, judge_turn, make_client
+from edufair_metrics.judge.settings import JudgeSettings, load_judge_settings
+from edufair_metrics.records import JUDGE_MISSING, JUDGE_OK, STOP_STUDENT_FAILED, STOP_TUTOR_FAILED, Transcript, TurnJudgement
+from edufair_metrics.scores import score_dialogue
+
+def summarize_judgements(judgements: list[list[TurnJudgement]]) -> dict[str, Any]:
+    """{"turns", "ok", "cached", "missing", "missing_by_kind": {kind: n}}."""
+    out: dict[str, Any] = {"turns": 0, "ok": 0, "cached": 0, "missing": 0, "missing_by_kind": {}}
+    for dialogue in judgements:
+        for j in dialogue:
+            out["turns"] += 1
+            if j.status == JUDGE_OK:
+                out["ok"] += 1
+                out["cached"] += int(j.cached)
+            else:
+                out["missing"] += 1
+                kind = j.kind or FailureKind.OTHER.value
+                out["missing_by_kind"][kind] = out["missing_by_kind"].get(kind, 0) + 1
+    return out
+
+
+def missing_judgements(transcript: Transcript, kind: FailureKind, reason: str) -> list[TurnJudgement]:
+    return [TurnJudgement(i, JUDGE_MISSING, reason=reason, kind=kind.value) for i in transcript.tutor_turn_indices()]
+
+
+def judge_transcripts(
+    transcripts: list[Transcript],
+    settings: JudgeSettings,
+    cache: CallCache | None = None,
+    progress: bool = True,
+    summary: dict[str, Any] | None = None,
+) -> list[list[TurnJudgement]]:
+    """One list of TurnJudgement per transcript (one per tutor turn, in turn order).
+
+    Dialogues run concurrently on ``settings.concurrency`` workers; the turns of one dialogue are
+    issued in order by one worker (shared prefix). If ``summary`` is a dict it is filled with
+    ``summarize_judgements`` plus "requests" (HTTP calls made) and "failed_attempts" by kind."""
+    from tqdm.auto import tqdm
+
+    settings.validate()
+    client = make_client(settings)
+    stats = _Stats()
+    n_turns = sum(len(t.tutor_turn_indices()) for t in transcripts)
+    bar = tqdm(total=n_turns, desc=f"judge {settings.model}", unit="turn", disable=not progress)
+    bar_lock = threading.Lock()
+
+    def work(t: Transcript) -> list[TurnJudgement]:
+        out = []
+        for i in t.tutor_turn_indices():
+            out.append(judge_turn(client, settings, t, i, cache=cache, stats=stats))
+            with bar_lock:
+                bar.update(1)
+        return out
+
+    try:
+        with ThreadPoolExecutor(max_workers=settings.concurrency, thread_name_prefix="edufair-judge") as pool:
+            results = list(pool.map(work, transcripts))
+    finally:
+        bar.close()
+        try:
+            client.close()
+        except Exception:  # pragma: no cover
+            pass
+    if summary is not None:
+        summary.update(summarize_judgements(results))
+        summary["requests"] = stats.requests
+        summary["failed_attempts"] = dict(sorted(stats.failed_attempts.items()))
+    return results
+
+
+
+
+def transcript_from_resp(resp: Any, where: str) -> Transcript:
+    first = resp[0] if isinstance(resp, (list, tuple)) else resp
+    try:
+        data = json.loads(first) if isinstance(first, str) else first
+        if not isinstance(data, dict) or "turns" not in data:
+            raise ValueError("not a transcript object")
+        return Transcript.from_dict(data)
+    except (ValueError, TypeError) as exc:
+        raise EduFairError(f"{where}: response is not a transcript JSON ({exc})") from exc
+
+
+def build_record(transcript: Transcript, judgements: list[TurnJudgement], judge_info: dict[str, Any] | None) -> dict[str, Any]:
+    scores = score_dialogue(transcript, judgements)
+    return {
+        "transcript": transcript.to_dict(),
+        "judgements": [j.to_dict() for j in judgements],
+        "scores": scores.to_dict(),
+        "flags": {"incomplete": not transcript.complete, "stop_reason": transcript.stop_reason, "error": transcript.error,
+                  "error_kind": transcript.error_kind},
+        "judge": judge_info,
+    }
+
+
+def missing_by_level(transcripts: list[Transcript], judgements: list[list[TurnJudgement]]) -> dict[str, dict[str, Any]]:
+    """{"condition/level": {"turns", "missing", "reasons": {kind: n}, "incomplete_dialogues",
+    "failed_dialogues": {"stage:kind": n}}}."""
+    out: dict[str, dict[str, Any]] = {}
+    for t, js in zip(transcripts, judgements):
+        row = out.setdefault(f"{t.condition}/{t.level}", {"turns": 0, "missing": 0, "reasons": {}, "incomplete_dialogues": 0})
+        row["incomplete_dialogues"] += int(not t.complete)
+        if t.stop_reason in (STOP_STUDENT_FAILED, STOP_TUTOR_FAILED):
+            kind = f"{failed_stage(t.stop_reason)}:{t.error_kind or FailureKind.OTHER.value}"
+            fails = row.setdefault("failed_dialogues", {})
+            fails[kind] = fails.get(kind, 0) + 1
+        for j in js:
+            row["turns"] += 1
+            if j.status == JUDGE_MISSING:
+                row["missing"] += 1
+                kind = j.kind or FailureKind.OTHER.value
+                row["reasons"][kind] = row["reasons"].get(kind, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def failed_stage(stop_reason: str) -> str:
+    """"student" or "tutor" for the two failure stop reasons."""
+    return "student" if stop_reason == STOP_STUDENT_FAILED else "tutor"
+
+
+def format_missing_summary(task: str, table: dict[str, dict[str, Any]], totals: dict[str, Any]) -> str:
+    lines = [
+        f"[edufair judge] {task or 'task'}: {totals.get('ok', 0)}/{totals.get('turns', 0)} tutor turns judged "
+        f"({totals.get('cached', 0)} from cache), {totals.get('missing', 0)} missing"
+    ]
+    for key, row in table.items():
+        reasons = ", ".join(f"{k}={v}" for k, v in sorted(row["reasons"].items()))
+        extra = f" [{reasons}]" if reasons else ""
+        inc = f", {row['incomplete_dialogues']} incomplete dialogue(s)" if row["incomplete_dialogues"] else ""
+        fails = ", ".join(f"{k}={v}" for k, v in sorted((row.get("failed_dialogues") or {}).items()))
+        fails = f" failed dialogues [{fails}]" if fails else ""
+        lines.append(f"  {key}: missing {row['missing']}/{row['turns']}{extra}{inc}{fails}")
+    return "\n".join(lines)
+
+
+def judge_records(
+    transcripts: list[Transcript],
+    judge: dict[str, Any] | None = None,
+    enabled: bool = True,
+    cache: CachePolicy | None = None,
+    progress: bool = True,
+    cli: dict[str, Any] | None = None,
+    summary: dict[str, Any] | None = None,
+    config_path: str | None = None,
+) -> list[dict[str, Any]]:
+    """Judge and score ``transcripts``; returns one record per transcript (shared by the filter
+    and ``edufair judge``)."""
+    if enabled:
+        settings = load_judge_settings(metadata=judge, cli=cli, config_path=config_path)
+        store = (cache or CachePolicy.from_settings(None)).open()
+        try:
+            judgements = judge_transcripts(transcripts, settings, cache=store, progress=progress, summary=summary)
+        finally:
+            if store is not None:
+                store.close()
+        info = settings.public_dict()
+    else:
+        judgements = [missing_judgements(t, FailureKind.JUDGE_DISABLED, "judge disabled") for t in transcripts]
+        info = {"enabled": False}
+        if summary is not None:
+            summary.update(summarize_judgements(judgements))
+    if summary is not None:
+        summary["by_level"] = missing_by_level(transcripts, judgements)
+    return [build_record(t, js, info) for t, js in zip(transcripts, judgements)]

@@ -1,0 +1,259 @@
+"""The EduFair lm-eval task: a ConfigurableTask whose ``build_all_requests`` runs the paper's
+multi-turn tutoring dialogues with the harness's own LM as the tutor, and the judge filter.
+
+lm-eval 0.4.13 has no multi-turn API and hands no LM to tasks; ``build_all_requests`` is a public
+override point that receives ``--limit``, ``--samples``, rank and world size exactly as the harness
+intends. Each finished dialogue becomes one Instance whose first response is the transcript (JSON);
+the judge filter and ``process_results`` turn it into scores.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from typing import Any, Iterable
+
+from lm_eval.api.filter import Filter
+from lm_eval.api.instance import Instance
+from lm_eval.api.task import ConfigurableTask
+
+from edufair_metrics.cache import CachePolicy
+from edufair_metrics.dialogue import DialogueState
+from edufair_metrics.dialogue.generation import CachedGenerator
+from edufair_metrics.dialogue.loop import run_dialogues
+from edufair_metrics.errors import EduFairError
+from edufair_metrics.lmeval.harness import api_seed, find_harness_lm, harness_seeds, install_excepthook, unwrap, warn_if_unbatched
+from edufair_metrics.lmeval.models import HarnessModel, build_student, endpoint_of, identity
+from edufair_metrics.preflight import check_reachable, preflight_enabled
+from edufair_metrics.provenance import record_provenance, run_provenance
+from edufair_metrics.records import ALL_METRICS, STOP_STUDENT_FAILED, STOP_TUTOR_FAILED, TASK_DOMAINS
+from edufair_metrics.settings import resolve_runner_settings
+
+log = logging.getLogger("edufair")
+
+HARNESS_PLACEHOLDER = "EduFair: this dialogue is finished; reply with one token."
+
+# task name -> run provenance, set by build_all_requests (the records of a task are scored in the
+# same process right after). Never holds secrets: identities are stripped of credentials.
+_RUN_PROVENANCE: dict[str, dict[str, Any]] = {}
+
+# task metadata keys that lm-eval adds and that are not tutor model arguments
+_NOT_MODEL_ARGS = ("edufair", "version", "config_source", "task", "group")
+
+
+class EduFairTask(ConfigurableTask):
+    """One task = one (condition, domain); one document = one (question, condition level)."""
+
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        install_excepthook()
+        config = dict(config or {})
+        config.pop("class", None)
+        yaml_block = dict(config.pop("edufair", {}) or {})
+        # condition and domain are fixed by each task YAML (edufair_cell), never by --metadata.
+        cell = config.pop("edufair_cell", None) or {}
+        self.condition = cell.get("condition")
+        self.domain = cell.get("domain")
+        if self.domain not in TASK_DOMAINS.values():
+            raise EduFairError(f"{config.get('task')}: unknown domain '{self.domain}'")
+        self.settings = resolve_runner_settings(yaml_block, config.get("metadata") or {})
+        self.cache_policy = CachePolicy.from_settings(self.settings.get("cache"))
+        # The judge filter's settings come from the same merged settings; `enabled: false` records
+        # every label as missing (judge_disabled), e.g. for --predict_only.
+        judge_cfg = dict(self.settings.get("judge") or {})
+        enabled = bool(judge_cfg.pop("enabled", True))
+        for pipeline in config.get("filter_list") or []:
+            for step in pipeline.get("filter", []):
+                step["judge"] = {**(step.get("judge") or {}), **judge_cfg}
+                step["enabled"] = enabled
+                step["cache"] = self.cache_policy.to_setting()
+        # Fail fast, before any dialogue runs, on a judge without endpoint and on unreachable
+        # student/judge endpoints (one line naming the endpoint).
+        judge_url = None
+        if enabled:
+            from edufair_metrics.judge.settings import load_judge_settings
+
+            judge_url = load_judge_settings(metadata=judge_cfg).base_url
+        super().__init__(config=config)  # loads the bank and checks the levels: static input first
+        if preflight_enabled(self.settings.get("preflight", True)):
+            student = self.settings["student"]
+            check_reachable("edufair.student", endpoint_of(student["model"], student.get("model_args")))
+            check_reachable("edufair.judge", judge_url)
+
+    # ---- documents -------------------------------------------------------------------------
+    def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs) -> None:
+        import datasets
+
+        from edufair_metrics.bank import load_bank
+        from edufair_metrics.protocol import expand_documents
+
+        items = load_bank(self.domain, self.settings.get("bank_dir"))
+        docs = expand_documents(items, self.condition, self.settings.get("levels"))
+        if not docs:
+            raise EduFairError(f"{self.config.task}: the bank for {self.domain} is empty")
+        self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(docs)})
+
+    # ---- the dialogue runner ---------------------------------------------------------------
+    def build_all_requests(
+        self,
+        *,
+        limit=None,
+        samples=None,
+        rank=0,
+        world_size=1,
+        system_instruction=None,
+        apply_chat_template=False,
+        chat_template=None,
+        **kwargs,
+    ) -> None:
+        tutor_lm = find_harness_lm(chat_template)
+        warn_if_unbatched(tutor_lm)
+        if not apply_chat_template:
+            log.info("edufair: dialogues are always rendered with each model's own chat template")
+        doc_pairs = list(self.doc_iterator(rank=rank, limit=limit, samples=samples, world_size=world_size))
+        if not doc_pairs:
+            raise ValueError(f"{self.config.task}: no documents to run")
+        tutor_gk = dict(self.config.generation_kwargs or {})
+        student_cfg = self.settings["student"]
+        student_gk = dict(student_cfg.get("generation_kwargs") or {"temperature": 0, "max_gen_toks": 2048, "until": []})
+        meta = self.config.metadata or {}
+        tutor_id = identity(type(unwrap(tutor_lm)).__name__, {k: v for k, v in meta.items() if k not in _NOT_MODEL_ARGS})
+        student_id = identity(student_cfg["model"], student_cfg.get("model_args"))
+        cache = self.cache_policy.open()
+        tutor = CachedGenerator(HarnessModel(tutor_lm), "tutor", tutor_id, cache)
+        student = CachedGenerator(HarnessModel(build_student(student_cfg)), "student", student_id, cache)
+
+        from edufair_metrics.bank import bank_path
+
+        _RUN_PROVENANCE[self.config.task] = run_provenance(
+            bank_file=bank_path(self.domain, self.settings.get("bank_dir")),
+            domain=self.domain,
+            models={"tutor": tutor_id, "student": student_id},
+            decoding={"tutor": tutor_gk, "student": student_gk},
+            max_tutor_turns=self.settings.get("max_tutor_turns"),
+            seeds={**harness_seeds(), "tutor_api_seed": api_seed(tutor_lm)},
+        )
+        states = [DialogueState(doc=doc) for _, doc in doc_pairs]
+        max_turns = int(self.settings["max_tutor_turns"])
+        log.info("edufair: %s: %d dialogues, up to %d tutor turns", self.config.task, len(states), max_turns)
+        try:
+            run_dialogues(tutor, student, states, max_tutor_turns=max_turns, tutor_gen_kwargs=tutor_gk,
+                          student_gen_kwargs=student_gk, system_instruction=system_instruction, label=self.config.task)
+        finally:
+            if cache is not None:
+                cache.close()
+
+        repeats = self.config.repeats or 1
+        # lm-eval makes one more generate_until call per document after this method returns. The
+        # dialogue is already finished, so that call gets a tiny prompt and one token: re-sending
+        # the whole conversation would cost a full prefill per dialogue (real money for API tutors).
+        # The transcript is the instance's first response and, in full, in the samples file.
+        done_ctx = tutor_lm.apply_chat_template([{"role": "user", "content": HARNESS_PLACEHOLDER}], add_generation_prompt=True)
+        instances = []
+        for (doc_id, doc), state in zip(doc_pairs, states):
+            transcript = state.to_transcript(task=self.config.task, doc_id=doc_id)
+            inst = Instance(
+                request_type="generate_until",
+                doc=doc,
+                arguments=(done_ctx, {"max_gen_toks": 1, "until": [], "temperature": 0}),
+                idx=0,
+                metadata=(self.config.task, doc_id, repeats),
+            )
+            inst.resps.append(json.dumps(transcript.to_dict(), ensure_ascii=False))
+            instances.append(inst)
+        self._instances = instances
+
+    # ---- metrics ------------------------------------------------------------------------------
+    def override_metric(self, metric_name: str) -> None:
+        """``--predict_only`` replaces the metrics by "bypass": then generate transcripts only. The
+        judge is switched off (every label recorded missing, judge_disabled), and the full record
+        still lands in the samples file so that ``edufair judge`` can label it later."""
+        super().override_metric(metric_name)
+        if metric_name != "bypass":
+            return
+        from lm_eval.filters import build_filter_ensemble
+
+        from edufair_metrics.analysis.aggregations import complete_dialogues
+
+        self._predict_only = True
+        pipelines = []
+        for pipeline in self.config.filter_list or []:
+            steps = []
+            for step in pipeline["filter"]:
+                step["enabled"] = False
+                steps.append([step["function"], {k: v for k, v in step.items() if k != "function"}])
+            pipelines.append(build_filter_ensemble(pipeline["name"], steps))
+        self._filters = pipelines
+        self._aggregation_list["edufair_record"] = complete_dialogues
+        self._higher_is_better["edufair_record"] = True
+
+    def process_results(self, doc, results):
+        out = process_results(doc, results)
+        if getattr(self, "_predict_only", False):
+            return {"bypass": None, "edufair_record": out["edufair_record"]}
+        return out
+
+
+def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
+    """Per document: the full record (transcript, judge labels, scores) for the samples file,
+    each of the nine scores for the per-metric means, and the score dict for the bias aggregates."""
+    record = results[0]
+    if isinstance(record, str):  # filter disabled: only the transcript is there
+        raise EduFairError("edufair tasks need the judge filter (filter_list) to produce scores")
+    record = dict(record)
+    task = (record.get("transcript") or {}).get("task") or ""
+    record.setdefault("provenance", record_provenance(record, _RUN_PROVENANCE.get(task)))
+    scores = record["scores"]
+    out: dict[str, Any] = {"edufair_record": record}
+    for metric in ALL_METRICS:
+        out[metric] = scores["scores"].get(metric)
+    for agg in ("ped_abs_r", "conv_abs_r", "violations", "missing_label_rate"):
+        out[agg] = scores
+    # dialogues ended by a student/tutor call that still failed
+    out["failed_dialogues"] = int(record["transcript"].get("stop_reason") in (STOP_STUDENT_FAILED, STOP_TUTOR_FAILED))
+    return out
+
+
+class JudgeFilter(Filter):
+    """lm-eval filter that judges every transcript of a task in one concurrent batch and attaches
+    per-dialogue scores.
+
+    YAML (the task injects the merged ``edufair.judge`` settings and the cache policy)::
+
+        filter_list:
+          - name: judged
+            filter:
+              - function: !function lm_eval_tasks.task.JudgeFilter
+                judge: {base_url: ..., model: ...}   # JudgeSettings overrides (optional)
+                enabled: true                          # false: every tutor turn missing (judge_disabled)
+                cache: {enabled: true, path: null}     # CachePolicy
+
+    ``apply(resps, docs)``: ``resps[i][0]`` is the JSON string (or dict) of ``Transcript.to_dict()``;
+    later elements are harness placeholders and are ignored. Returns one record per document
+    (see ``edufair_metrics.judge.run.build_record``). Failed dialogues are judged and scored on the
+    turns they have and flagged ``incomplete``. A summary of missing turns per level goes to stderr.
+    """
+
+    def __init__(self, judge: dict[str, Any] | None = None, enabled: bool = True, cache: dict[str, Any] | None = None,
+                 progress: bool = True, **kwargs) -> None:
+        super().__init__(**kwargs)
+        if judge is not None and not isinstance(judge, dict):
+            raise EduFairError(f"JudgeFilter: 'judge' must be a mapping of judge settings, got {type(judge).__name__}")
+        self.judge = judge
+        self.enabled = bool(enabled)
+        self.cache = CachePolicy.from_settings(cache)
+        self.progress = progress
+        self.last_summary: dict[str, Any] | None = None
+
+    def apply(self, resps: Iterable, docs: list[dict]) -> list[dict[str, Any]]:
+        from edufair_metrics.judge.run import format_missing_summary, judge_records, transcript_from_resp
+
+        resps = list(resps)
+        transcripts = [transcript_from_resp(r, f"document {i}") for i, r in enumerate(resps)]
+        summary: dict[str, Any] = {}
+        records = judge_records(transcripts, judge=self.judge, enabled=self.enabled, cache=self.cache,
+                                progress=self.progress, summary=summary)
+        self.last_summary = summary
+        task = next((t.task for t in transcripts if t.task), "")
+        print(format_missing_summary(task, summary["by_level"], summary), file=sys.stderr, flush=True)
+        return records

@@ -1,0 +1,162 @@
+"""The demo: run a real EduFair task end to end on a laptop CPU, offline.
+
+Starts the embedded llama.cpp server (SmolLM2-135M-Instruct) on a free loopback port, runs
+``lm_eval`` with ``--model local-chat-completions`` as the tutor and the same server as student and
+judge, then writes the report. The embedded model is for trying the pipeline and smoke tests; its
+dialogues and labels carry no scientific weight (see README for real audits on a GPU).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from edufair_metrics.errors import EduFairError
+from edufair_metrics.local.server import LocalServer
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    task: str = "edufair_explicit_physics"
+    questions: int = 1
+    levels: tuple[str, ...] | None = None  # None: every level of the condition
+    max_tutor_turns: int = 3
+    tutor_max_tokens: int = 64
+    student_max_tokens: int = 48
+    judge_max_tokens: int = 128  # the six-field JSON needs 52-64 tokens; less cuts it into invalid JSON
+    threads: int | None = None
+    model_file: str | None = None
+    endpoint: str | None = None
+    endpoint_model: str | None = None
+    n_ctx: int = 4096
+    out: str | None = None
+    n_boot: int = 1000
+
+
+def lm_eval_command(opts: DemoOptions, out: Path, base_url: str, model: str, limit: int) -> list[str]:
+    """The ``lm_eval run`` command line of the demo: tutor, student and judge on one endpoint."""
+    from edufair_metrics.lmeval import tasks_path
+
+    chat_url = base_url.rstrip("/") + "/chat/completions"
+    metadata = {
+        "edufair": {
+            "max_tutor_turns": opts.max_tutor_turns,
+            **({"levels": list(opts.levels)} if opts.levels else {}),
+            "student": {
+                "model": "local-chat-completions",
+                "model_args": {"model": model, "base_url": chat_url, "num_concurrent": 1, "max_retries": 3, "tokenized_requests": False},
+                "generation_kwargs": {"temperature": 0, "max_gen_toks": opts.student_max_tokens, "until": []},
+            },
+            # Small local models only emit valid JSON under schema-constrained decoding.
+            "judge": {
+                "base_url": base_url, "model": model, "structured_output": "json_object",
+                "max_tokens": opts.judge_max_tokens, "concurrency": 1, "max_retries": 2, "timeout_s": 300,
+            },
+        }
+    }
+    return [
+        sys.executable, "-m", "lm_eval", "run",
+        "--model", "local-chat-completions",
+        "--model_args", f"model={model},base_url={chat_url},num_concurrent=1,max_retries=3,tokenized_requests=False",
+        "--tasks", opts.task,
+        "--include_path", str(tasks_path()),
+        "--limit", str(limit),
+        # `until` stays [] from the task YAML: lm-eval would parse "until=[]" here as the stop string "[]".
+        "--gen_kwargs", f"temperature=0.1,max_gen_toks={opts.tutor_max_tokens}",
+        "--metadata", json.dumps(metadata),
+        "--log_samples",
+        "--output_path", str(out / "lm_eval"),
+    ]
+
+
+def levels_per_question(opts: DemoOptions) -> int:
+    from edufair_metrics.protocol import select_levels
+    from edufair_metrics.records import CONDITIONS, TASK_DOMAINS
+
+    parts = opts.task.split("_")
+    if len(parts) != 3 or parts[0] != "edufair" or parts[1] not in CONDITIONS or parts[2] not in TASK_DOMAINS:
+        raise EduFairError(f"--task must be one of the nine edufair_<condition>_<domain> tasks, got '{opts.task}'")
+    # Unknown level names are an error here already, before any server starts.
+    return len(select_levels(parts[1], list(opts.levels) if opts.levels else None))
+
+
+def run_demo(opts: DemoOptions, make_server=LocalServer) -> Path:
+    """Run the demo; returns its output folder. Prints progress lines and a closing summary."""
+    if opts.questions < 1 or opts.max_tutor_turns < 1:
+        raise EduFairError("--questions and --max-tutor-turns must be at least 1")
+    if opts.endpoint and not opts.endpoint_model:
+        raise EduFairError("--endpoint needs --endpoint-model (the model name that endpoint serves)")
+    n_levels = levels_per_question(opts)
+    limit = opts.questions * n_levels
+    out = Path(opts.out or Path("results") / f"demo-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env.setdefault("EDUFAIR_CACHE_DIR", str(Path("results") / "cache"))
+    env.setdefault("OPENAI_API_KEY", "EMPTY")  # a local server needs none; the client insists on one
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env.setdefault("HF_DATASETS_OFFLINE", "1")
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    started = time.time()
+
+    def run_all(base_url: str, model: str, server: LocalServer | None = None) -> None:
+        cmd = lm_eval_command(opts, out, base_url, model, limit)
+        print(f"edufair demo: {opts.task}, {opts.questions} question(s) x {n_levels} level(s) = {limit} dialogues, "
+              f"T_max={opts.max_tutor_turns}", flush=True)
+        print("edufair demo: running lm_eval (tutor, student and judge on the same endpoint) ...", flush=True)
+        if server is None:
+            code = subprocess.run(cmd, env=env).returncode
+        else:
+            from edufair_metrics.local.server import run_while_serving
+
+            code = run_while_serving(cmd, server, env=env)
+        if code != 0:
+            raise EduFairError(f"lm_eval failed with exit code {code} (its output is above)")
+
+    if opts.endpoint:
+        run_all(opts.endpoint, opts.endpoint_model)
+    else:
+        server = make_server(opts.model_file, n_ctx=opts.n_ctx, n_threads=opts.threads, log_path=out / "llama-server.log")
+        print(f"edufair demo: starting local server for {server.model_path.name} ...", flush=True)
+        with server:
+            print(f"edufair demo: server ready at {server.base_url}", flush=True)
+            run_all(server.base_url, server.model, server)
+
+    from edufair_metrics.analysis.params import StatParams
+    from edufair_metrics.report.runs import load_runs
+    from edufair_metrics.report.write import write_report
+
+    report_dir = out / "report"
+    print("edufair demo: writing the report ...", flush=True)
+    result = write_report(load_runs([str(out / "lm_eval")]), report_dir, StatParams(n_boot=opts.n_boot),
+                          command=["edufair", "demo"])
+    print(f"edufair demo: report: {result.line()}", flush=True)
+    print(closing_summary(out, report_dir, time.time() - started))
+    return out
+
+
+def closing_summary(out: Path, report_dir: Path, seconds: float) -> str:
+    """The few lines a newcomer needs after the demo: where everything is and what to open first."""
+    lm_eval_dir = out / "lm_eval"
+    results = sorted(lm_eval_dir.glob("*/results_*.json"))
+    samples = sorted(lm_eval_dir.glob("*/samples_*.jsonl"))
+    lines = [
+        f"edufair demo: done in {seconds:.0f} s",
+        f"  open first:  {_shown(report_dir / 'summary.md')}  (then tables.md, levels.md and the fig_*.png figures)",
+        f"  report:      {_shown(report_dir)}",
+        f"  results:     {_shown(results[-1]) if results else _shown(lm_eval_dir)}",
+        f"  samples:     {_shown(samples[-1]) if samples else _shown(lm_eval_dir)}  (one dialogue record per line)",
+    ]
+    return "\n".join(lines)
+
+
+def _shown(path: Path) -> str:
+    """A path relative to the working directory when it lies below it (shorter to read)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,19 @@
+"""Stage 1, conditions & prompts: the one reader of the protocol data (``data/protocol.yaml``:
+conditions, levels, prompt texts from the paper's Appendix C, contrasts) and the answer matcher
+that the stop rule and the bank builders share."""
+
+from edufair_metrics.protocol.paths import DATA_DIR
+from edufair_metrics.protocol.prompts import (
+    condition_levels,
+    expand_documents,
+    load_protocol,
+    protocol_hash,
+    protocol_path,
+    select_levels,
+    system_prompts,
+)
+
+__all__ = [
+    "DATA_DIR", "condition_levels", "expand_documents", "load_protocol", "protocol_hash", "protocol_path",
+    "select_levels", "system_prompts",
+]

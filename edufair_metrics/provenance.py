@@ -1,0 +1,52 @@
+"""Provenance: what a pooled report must agree on (versions, prompt and bank hashes, model
+identities without secrets, decoding settings, seeds), written into every dialogue record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from edufair_metrics import PROTOCOL_VERSION, __version__
+from edufair_metrics.io import sha256_file
+from edufair_metrics.settings import redact
+
+# judge settings that do not change a label (transport, bookkeeping): not part of "decoding"
+JUDGE_NOT_DECODING = (
+    "model", "base_url", "enabled", "concurrency", "timeout_s", "max_retries", "backoff_base_s", "backoff_max_s",
+    "api_key_env", "prompt_version",
+)
+
+
+def _sha256_or_none(path: Path) -> str | None:
+    try:
+        return sha256_file(path)
+    except OSError:
+        return None
+
+
+def run_provenance(*, bank_file: Path, domain: str, models: dict[str, Any], decoding: dict[str, Any],
+                   max_tutor_turns: Any, seeds: dict[str, Any]) -> dict[str, Any]:
+    """The part of a record's provenance fixed when the dialogues of a task start."""
+    from edufair_metrics.judge.prompt import judge_prompts_path
+
+    return {
+        "bank": {"domain": domain, "file": bank_file.name, "sha256": _sha256_or_none(bank_file)},
+        "judge_prompts_sha256": _sha256_or_none(judge_prompts_path()),
+        "models": models,
+        "decoding": decoding,
+        "max_tutor_turns": max_tutor_turns,
+        "seeds": seeds,
+    }
+
+
+def record_provenance(record: dict[str, Any], run: dict[str, Any] | None) -> dict[str, Any]:
+    """A judged record's full provenance: package and protocol versions, the run's part, and the
+    judge's identity and decoding settings from the record."""
+    from edufair_metrics.protocol import protocol_hash
+
+    out = {"package_version": __version__, "protocol_version": PROTOCOL_VERSION, "protocol_sha256": protocol_hash()}
+    out.update(run or {})
+    judge = record.get("judge") or {}
+    out.setdefault("models", {})["judge"] = redact({k: v for k, v in judge.items() if k in ("model", "base_url", "enabled")})
+    out.setdefault("decoding", {})["judge"] = redact({k: v for k, v in judge.items() if k not in JUDGE_NOT_DECODING})
+    return out

@@ -1,0 +1,261 @@
+"""PNG figures in the spirit of the paper's Figures 2–5 (matplotlib, Agg backend).
+
+Every figure is drawn from the dimension-level units (``stats.dimension_summary``) and written
+atomically. Functions return the written path, or None when the run has no data for it.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+
+from edufair_metrics.io import atomic_write_bytes
+from edufair_metrics.records import CONVERSATION_METRICS, PEDAGOGICAL_METRICS
+from edufair_metrics.analysis.stats import MEANINGFUL_R
+from edufair_metrics.report.tables import DOMAIN_ORDER
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path) -> Path:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=130, bbox_inches="tight")
+    _plt().close(fig)
+    return atomic_write_bytes(path, buf.getvalue())
+
+
+def _domains(df) -> list[str]:
+    return sorted(df["domain"].unique(), key=lambda d: (DOMAIN_ORDER.get(d, 99), d))
+
+
+INSUFF = "insuff. (n={n})"
+_LABEL_BOX = {"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 0.6}  # readable over grid lines
+
+
+def _agg_units(u, by):
+    """Mean |r| over units per ``by`` (NaN units ignored), whether any unit is sufficient, and the
+    fewest pairs seen."""
+    return u.groupby(list(by)).agg(abs_r=("abs_r", "mean"), sufficient=("sufficient", "any"),
+                                   n_min=("n_pairs_min", "min")).reset_index()
+
+
+def cell_label(value: float, sufficient: bool, n_min, fmt: str = "{:.2f}") -> str:
+    """A figure cell's text: the value, ``insuff. (n=K)`` when no unit had enough pairs, ``n/a``
+    when the cell is truly undefined (no unit at all, or sufficient but r undefined)."""
+    if value is not None and not np.isnan(value):
+        return fmt.format(value)
+    if sufficient is None or (isinstance(sufficient, float) and np.isnan(sufficient)) or bool(sufficient):
+        return "n/a"
+    try:
+        return INSUFF.format(n=int(n_min))
+    except (TypeError, ValueError):
+        return INSUFF.format(n="?")
+
+
+def fig2_metric_heatmap(units, path: Path):
+    """|r̄| per metric (columns) for every tutor (rows), one panel per domain (Explicit)."""
+    u = units[(units["condition"] == "explicit") & units["headline"]]
+    if len(u) == 0:
+        return None
+    plt = _plt()
+    agg = _agg_units(u, ["domain", "tutor", "metric"])
+    metrics = [m for m in PEDAGOGICAL_METRICS + CONVERSATION_METRICS if m in set(agg["metric"])]
+    tutors = sorted(agg["tutor"].unique())
+    domains = _domains(agg)
+    vmax = max(0.3, float(np.nanmax(agg["abs_r"].to_numpy())) if agg["abs_r"].notna().any() else 0.3)
+    fig, axes = plt.subplots(1, len(domains), figsize=(0.6 * len(metrics) * len(domains) + 2, 0.5 * len(tutors) + 2.2), squeeze=False)
+    im = None
+    for ax, dom in zip(axes[0], domains):
+        sub = agg[agg["domain"] == dom]
+        arr = sub.pivot(index="tutor", columns="metric", values="abs_r").reindex(index=tutors, columns=metrics).to_numpy(dtype=float)
+        suff = sub.pivot(index="tutor", columns="metric", values="sufficient").reindex(index=tutors, columns=metrics).to_numpy()
+        nmin = sub.pivot(index="tutor", columns="metric", values="n_min").reindex(index=tutors, columns=metrics).to_numpy(dtype=float)
+        im = ax.imshow(np.ma.masked_invalid(arr), cmap="Reds", vmin=0, vmax=vmax, aspect="auto")
+        for (i, j), v in np.ndenumerate(arr):
+            label = cell_label(v, suff[i, j], nmin[i, j])
+            if label.startswith("insuff."):
+                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="0.92", edgecolor="none", zorder=0.5))
+                label = label.replace(" (", "\n(")  # two lines: fits a heatmap cell
+            ax.text(j, i, label, ha="center", va="center", fontsize=6.5 if "\n" in label else 7,
+                    color="0.35" if "\n" in label else "black",
+                    fontweight="bold" if (not np.isnan(v) and v >= MEANINGFUL_R) else "normal")
+        ax.set_xticks(range(len(metrics)), metrics, rotation=60, ha="right", fontsize=8)
+        ax.set_yticks(range(len(tutors)), tutors, fontsize=8)
+        ax.axvline(len([m for m in metrics if m in PEDAGOGICAL_METRICS]) - 0.5, color="k", lw=1)
+        ax.set_title(dom)
+    fig.colorbar(im, ax=axes[0].tolist(), label="|r̄| (Explicit)")
+    fig.suptitle("Per-metric bias |r̄| (mean over Explicit dimensions; bold ≥ 0.10)", y=1.04)
+    return _save(fig, path)
+
+
+def fig3_dimension_dots(units, path: Path):
+    """|r̄| over the pedagogical metrics per Explicit dimension: one dot per tutor, panel per domain."""
+    u = units[(units["condition"] == "explicit") & (units["metric_kind"] == "pedagogical")]
+    if len(u) == 0:
+        return None
+    plt = _plt()
+    agg = _agg_units(u, ["domain", "tutor", "contrast"])
+    dims = list(dict.fromkeys(u["contrast"]))
+    tutors = sorted(agg["tutor"].unique())
+    domains = _domains(agg)
+    panel_w = max(3.6, 1.15 * len(dims))  # room for an "insuff. (n=K)" label per dimension
+    fig, axes = plt.subplots(1, len(domains), figsize=(panel_w * len(domains) + 1, 3.6), squeeze=False, sharey=True)
+    markers = "osD^vP*Xh<>"
+    top = max(0.3, float(np.nanmax(agg["abs_r"].to_numpy(dtype=float))) * 1.1 if agg["abs_r"].notna().any() else 0.3)
+    for ax, dom in zip(axes[0], domains):
+        sub = agg[agg["domain"] == dom]
+        for k, tutor in enumerate(tutors):
+            t = sub[sub["tutor"] == tutor].set_index("contrast").reindex(dims)
+            x = np.arange(len(dims)) + (k - (len(tutors) - 1) / 2) * 0.08
+            line, = ax.plot(x, t["abs_r"].to_numpy(dtype=float), markers[k % len(markers)], label=tutor, ms=6, alpha=0.85)
+            # a dimension without a value: say why, stacked per tutor at the bottom of the panel
+            for j, (v, ok, n) in enumerate(zip(t["abs_r"], t["sufficient"], t["n_min"])):
+                if not np.isnan(v):
+                    continue
+                ax.text(j, 0.02 + 0.07 * k, cell_label(v, ok, n), transform=ax.get_xaxis_transform(),
+                        ha="center", va="bottom", fontsize=6.5, color=line.get_color(), bbox=_LABEL_BOX)
+        ax.axhline(MEANINGFUL_R, color="grey", ls="--", lw=1)
+        ax.set_xticks(range(len(dims)), dims, rotation=20)
+        ax.set_xlim(-0.6, len(dims) - 0.4)
+        ax.set_ylim(0, top)
+        ax.set_title(dom)
+    axes[0][0].set_ylabel("|r̄| (pedagogical)")
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle("Bias per demographic dimension (Explicit); dashed: |r| = 0.10", y=1.03)
+    return _save(fig, path)
+
+
+def _ped_conv_bars(units, condition: str, cells: list[str] | None, title: str, path: Path):
+    u = units[(units["condition"] == condition) & units["metric_kind"].isin(["pedagogical", "conversation"])]
+    if cells is not None:
+        u = u[u["contrast"].isin(cells)]
+    if len(u) == 0:
+        return None
+    plt = _plt()
+    agg = _agg_units(u, ["domain", "tutor", "contrast", "metric_kind"])
+    contrasts = list(dict.fromkeys(u["contrast"]))
+    tutors = sorted(agg["tutor"].unique())
+    domains = _domains(agg)
+    kinds = [("pedagogical", "Ped."), ("conversation", "Conv.")]
+    fig, axes = plt.subplots(2, len(domains), figsize=(1.1 * len(tutors) * len(domains) + 3, 6), squeeze=False, sharey=True)
+    width = 0.8 / max(len(contrasts), 1)
+    for row, (kind, kname) in enumerate(kinds):
+        for col, dom in enumerate(domains):
+            ax = axes[row][col]
+            sub = agg[(agg["domain"] == dom) & (agg["metric_kind"] == kind)]
+            for k, c in enumerate(contrasts):
+                t = sub[sub["contrast"] == c].set_index("tutor").reindex(tutors)
+                vals = t["abs_r"].to_numpy(dtype=float)
+                xs = np.arange(len(tutors)) + (k - (len(contrasts) - 1) / 2) * width
+                bars = ax.bar(xs, np.nan_to_num(vals), width, label=c)
+                for x, v, ok, n in zip(xs, vals, t["sufficient"], t["n_min"]):
+                    if np.isnan(v):  # no bar: say why, upright in the bar's slot
+                        ax.text(x, 0.01, cell_label(v, ok, n), transform=ax.get_xaxis_transform(), rotation=90,
+                                ha="center", va="bottom", fontsize=6.5, color=bars.patches[0].get_facecolor(),
+                                bbox=_LABEL_BOX)
+            ax.axhline(MEANINGFUL_R, color="grey", ls="--", lw=1)
+            ax.set_xticks(range(len(tutors)), tutors, rotation=30, ha="right", fontsize=8)
+            ax.set_title(f"{dom} — {kname}")
+        axes[row][0].set_ylabel(f"|r̄| ({kname})")
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle(title)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def fig4_implicit(units, path: Path):
+    return _ped_conv_bars(units, "implicit", None, "Implicit condition: name contrasts (|r̄|)", path)
+
+
+def fig5_opposite(units, path: Path):
+    cells = [c for c in dict.fromkeys(units.loc[units["condition"] == "opposite", "contrast"])]
+    main = [c for c in cells if c in ("Correct", "Wrong")] or cells
+    return _ped_conv_bars(units, "opposite", main, "Opposite condition: Correct vs Wrong (|r̄|)", path)
+
+
+def fig_levels(levels, path: Path):
+    """Descriptive view (no pairing): the mean of each metric per condition level, one dot per
+    level and (tutor, domain); levels grouped by dimension (shaded bands). Row 1: the five
+    pedagogical rates (0–1), row 2: the four conversation metrics."""
+    if levels is None or len(levels) == 0:
+        return None
+    plt = _plt()
+    lv = levels.copy()
+    lv["_x"] = list(zip(lv["condition"], lv["dimension"], lv["level"]))
+    xs = list(dict.fromkeys(lv["_x"]))  # table order: condition, then protocol level order
+    xpos = {k: i for i, k in enumerate(xs)}
+    groups: list[tuple[str, str, int, int]] = []  # (condition, dimension, first x, last x)
+    for i, (c, d, _) in enumerate(xs):
+        if groups and groups[-1][:2] == (c, d):
+            groups[-1] = (c, d, groups[-1][2], i)
+        else:
+            groups.append((c, d, i, i))
+    series = list(dict.fromkeys(zip(lv["tutor"], lv["domain"])))
+    rows = [[m for m in PEDAGOGICAL_METRICS if m in lv.columns], [m for m in CONVERSATION_METRICS if m in lv.columns]]
+    ncol = max(len(r) for r in rows)
+    fig, axes = plt.subplots(2, ncol, figsize=(ncol * max(2.4, 0.24 * len(xs) + 0.6), 6.4), squeeze=False, sharex=True)
+    markers = "osD^vP*Xh<>"
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    width = 0.5
+    for r, metrics in enumerate(rows):
+        for cidx in range(ncol):
+            ax = axes[r][cidx]
+            if cidx >= len(metrics):
+                ax.axis("off")
+                continue
+            m = metrics[cidx]
+            for g, (cond, dim, a, b) in enumerate(groups):
+                if g % 2 == 0:
+                    ax.axvspan(a - 0.5, b + 0.5, color="0.93", zorder=0)
+                ax.text((a + b) / 2, 0.99, dim, transform=ax.get_xaxis_transform(), ha="center", va="top",
+                        fontsize=5.5, color="0.3")
+            for k, (tutor, dom) in enumerate(series):
+                sub = lv[(lv["tutor"] == tutor) & (lv["domain"] == dom)]
+                off = (k - (len(series) - 1) / 2) * (width / max(len(series), 1))
+                x = np.array([xpos[t] for t in sub["_x"]], dtype=float) + off
+                ax.plot(x, sub[m].to_numpy(dtype=float), markers[k % len(markers)], color=colors[k % len(colors)],
+                        ms=4.5, alpha=0.9, label=f"{tutor} · {dom}")
+            if r == 0:
+                ax.set_ylim(-0.05, 1.12)  # rates; headroom for the dimension labels
+            else:
+                lo, hi = ax.get_ylim()
+                ax.set_ylim(lo, hi + 0.12 * (hi - lo))
+            ax.set_title(m, fontsize=8)
+            ax.tick_params(axis="y", labelsize=7)
+            ax.set_xlim(-0.6, len(xs) - 0.4)
+            ax.set_xticks(range(len(xs)), [lvl for _, _, lvl in xs], rotation=90, fontsize=6)
+            ax.tick_params(axis="x", labelbottom=True)
+        axes[r][0].set_ylabel("mean rate" if r == 0 else "mean per dialogue", fontsize=8)
+    n_dlg = levels["dialogues"]
+    n_txt = f"{int(n_dlg.min())}" if n_dlg.min() == n_dlg.max() else f"{int(n_dlg.min())}–{int(n_dlg.max())}"
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    spare = [axes[1][c] for c in range(len(rows[1]), ncol)]
+    if spare:
+        spare[0].legend(handles, labels, fontsize=7, loc="center", title="tutor · domain", title_fontsize=7, frameon=False)
+    else:
+        axes[0][-1].legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle(f"Descriptive means per condition level (no pairing; not a bias test); dialogues per level: {n_txt}",
+                 fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def all_figures(units, out_dir: Path, levels=None) -> list[Path]:
+    out_dir = Path(out_dir)
+    paths = [
+        fig2_metric_heatmap(units, out_dir / "fig2_metric_heatmap.png"),
+        fig3_dimension_dots(units, out_dir / "fig3_dimension_dots.png"),
+        fig4_implicit(units, out_dir / "fig4_implicit.png"),
+        fig5_opposite(units, out_dir / "fig5_opposite.png"),
+        fig_levels(levels, out_dir / "fig_levels.png"),
+    ]
+    return [p for p in paths if p is not None]
