@@ -87,10 +87,6 @@ def read_json(path: str | os.PathLike) -> Any:
     return parse_json(text, str(path))
 
 
-def read_jsonl(path: str | os.PathLike) -> list[Any]:
-    return [obj for _, obj in iter_jsonl(path)]
-
-
 def sha256_file(path: str | os.PathLike) -> str:
     import hashlib
 

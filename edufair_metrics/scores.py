@@ -23,7 +23,6 @@ excluded (counted in ``missing_turns``); a dialogue with no applicable judged tu
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Iterable
 
@@ -113,15 +112,10 @@ def score_dialogue(transcript: Transcript, judgements: list[TurnJudgement]) -> D
     )
 
 
-def is_nan(x) -> bool:
-    return isinstance(x, float) and math.isnan(x)
-
-
 __all__ = [
     "WORD_RE",
     "count_words",
     "conversation_metrics",
     "pedagogical_rates",
     "score_dialogue",
-    "JUDGE_MISSING",
 ]

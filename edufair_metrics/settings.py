@@ -1,13 +1,25 @@
-"""Run settings for the EduFair runner: the task YAML's ``edufair:`` block, overridden by an
-optional settings file, then ``--metadata '{"edufair": {...}}'``, then environment variables.
+"""EduFair's settings: one model (:class:`RunnerSettings`, with the judge's
+:class:`~edufair_metrics.judge.settings.JudgeSettings` and the :class:`~edufair_metrics.cache.CachePolicy`)
+and ONE precedence order for every key, lowest first:
 
-API keys are never settings: they come from the environment only (see ``secret_env``).
+1. built-in defaults (the dataclasses; for the judge, the packaged ``judge/defaults.yaml``, or the
+   file named by ``EDUFAIR_JUDGE_CONFIG`` / ``edufair judge --judge-config``);
+2. the task YAML's ``edufair:`` block (``lm_eval_tasks/edufair/_edufair_template_yaml``);
+3. a settings file: ``--metadata '{"edufair": {"config": "FILE"}}'``;
+4. ``--metadata '{"edufair": {...}}'``;
+5. environment variables (``EDUFAIR_STUDENT_BASE_URL``, ``EDUFAIR_STUDENT_MODEL``,
+   ``EDUFAIR_JUDGE_*``, ``EDUFAIR_CACHE_DIR``);
+6. command-line flags (``edufair judge``'s ``--judge-*``, ``--cache``).
+
+API keys are never settings: they come from the environment only, and a key-like entry in any
+layer is an error.
 """
 
 from __future__ import annotations
 
 import copy
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +28,7 @@ import yaml
 from edufair_metrics.cache import is_secret_name, strip_secrets
 from edufair_metrics.errors import EduFairError
 
-RUNNER_KEYS = {"preflight", "max_tutor_turns", "levels", "student", "judge", "cache", "render_check", "config", "bank_dir"}
+RUNNER_KEYS = {"preflight", "max_tutor_turns", "levels", "student", "judge", "cache", "config", "bank_dir"}
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -51,8 +63,8 @@ def load_settings_file(path: str | os.PathLike) -> dict[str, Any]:
 def _reject_secrets(obj: Any, where: str) -> None:
     if isinstance(obj, dict):
         for k, v in obj.items():
-            # cache.is_secret_name, not SECRET_KEY_PATTERN: the latter also matches lm-eval's own
-            # `tokenized_requests` model arg (issue 7); over-redaction is harmless, rejection is not.
+            # cache.is_secret_name, not lm-eval's SECRET_KEY_PATTERN: the latter also matches lm-eval's
+            # own `tokenized_requests` model arg; over-redaction is harmless, rejection is not.
             if is_secret_name(str(k)) and v not in (None, "", "EMPTY") and not isinstance(v, (bool, int, float)):
                 raise EduFairError(
                     f"{where}: '{k}' looks like a secret; API keys come from environment variables only"
@@ -101,8 +113,67 @@ def merge_layer(settings: dict[str, Any], layer: dict[str, Any]) -> dict[str, An
     return deep_merge(settings, layer)
 
 
-def resolve_runner_settings(yaml_block: dict[str, Any], metadata: dict[str, Any] | None) -> dict[str, Any]:
-    """YAML defaults < settings file (``edufair.config``) < --metadata < environment."""
+@dataclass(frozen=True)
+class StudentSettings:
+    """The simulated student: any lm-eval model, built through lm-eval's registry."""
+
+    model: str
+    model_args: dict[str, Any] | str = field(default_factory=dict)
+    batch_size: Any = "auto"
+    generation_kwargs: dict[str, Any] = field(default_factory=lambda: {"temperature": 0, "max_gen_toks": 2048, "until": []})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "model_args": self.model_args, "batch_size": self.batch_size,
+                "generation_kwargs": dict(self.generation_kwargs)}
+
+
+@dataclass(frozen=True)
+class RunnerSettings:
+    """Everything the dialogue runner and the judge filter of one task are configured with."""
+
+    max_tutor_turns: int
+    student: StudentSettings
+    levels: tuple[str, ...] | None = None
+    bank_dir: str | None = None
+    preflight: bool = True
+    judge: dict[str, Any] = field(default_factory=dict)  # layers 2-4 of the judge's settings
+    judge_enabled: bool = True
+    cache: Any = None  # CachePolicy
+
+    def judge_settings(self):
+        """The judge's settings with every layer applied (defaults file < these < environment)."""
+        from edufair_metrics.judge.settings import load_judge_settings
+
+        return load_judge_settings(metadata=self.judge)
+
+
+def resolve_runner_settings(yaml_block: dict[str, Any], metadata: dict[str, Any] | None) -> RunnerSettings:
+    """Layers 2-5 of the precedence order (task YAML < settings file < --metadata < environment)."""
+    from edufair_metrics.cache import CachePolicy
+
+    merged = _merged_runner_settings(yaml_block, metadata)
+    student = dict(merged["student"])
+    judge = dict(merged.get("judge") or {})
+    enabled = judge.pop("enabled", True)
+    levels = merged.get("levels")
+    return RunnerSettings(
+        max_tutor_turns=merged["max_tutor_turns"],
+        student=StudentSettings(
+            model=student["model"],
+            model_args=student.get("model_args") or {},
+            batch_size=student.get("batch_size", "auto"),
+            generation_kwargs=dict(student.get("generation_kwargs") or StudentSettings.__dataclass_fields__["generation_kwargs"].default_factory()),
+        ),
+        levels=tuple(levels) if levels is not None else None,
+        bank_dir=merged.get("bank_dir"),
+        preflight=bool(merged.get("preflight", True)),
+        judge=judge,
+        judge_enabled=bool(enabled),
+        cache=CachePolicy.from_settings(merged.get("cache")),
+    )
+
+
+def _merged_runner_settings(yaml_block: dict[str, Any], metadata: dict[str, Any] | None) -> dict[str, Any]:
     meta_block = (metadata or {}).get("edufair") or {}
     if isinstance(meta_block, str):
         raise EduFairError("--metadata: 'edufair' must be a JSON object, e.g. --metadata '{\"edufair\": {\"max_tutor_turns\": 3}}'")

@@ -19,24 +19,24 @@ BASE = {
 def test_metadata_overrides_yaml_and_env_overrides_metadata(monkeypatch):
     monkeypatch.setenv("EDUFAIR_STUDENT_BASE_URL", "http://replica:9000/v1/chat/completions")
     s = resolve_runner_settings(BASE, {"edufair": {"max_tutor_turns": 3, "student": {"model_args": {"num_concurrent": 8}}}})
-    assert s["max_tutor_turns"] == 3
-    args = s["student"]["model_args"]
+    assert s.max_tutor_turns == 3
+    args = s.student.model_args
     assert args["num_concurrent"] == 8 and args["model"] == "meta-llama/Llama-3.1-8B-Instruct"
     assert args["base_url"] == "http://replica:9000/v1/chat/completions"
 
 
 def test_a_new_student_model_does_not_inherit_the_default_endpoint_args():
     s = resolve_runner_settings(BASE, {"edufair": {"student": {"model": "vllm", "model_args": {"pretrained": "x/y"}}}})
-    assert s["student"]["model_args"] == {"pretrained": "x/y"}
-    assert s["student"]["generation_kwargs"]["max_gen_toks"] == 2048
+    assert s.student.model_args == {"pretrained": "x/y"}
+    assert s.student.generation_kwargs["max_gen_toks"] == 2048
 
 
 def test_settings_file_layer(tmp_path):
     f = tmp_path / "student.yaml"
     f.write_text("student:\n  model: hf\n  model_args: {pretrained: tiny}\nmax_tutor_turns: 4\n")
     s = resolve_runner_settings(BASE, {"edufair": {"config": str(f)}})
-    assert s["student"] == {**BASE["student"], "model": "hf", "model_args": {"pretrained": "tiny"}}
-    assert s["max_tutor_turns"] == 4
+    assert s.student.to_dict() == {**BASE["student"], "batch_size": "auto", "model": "hf", "model_args": {"pretrained": "tiny"}}
+    assert s.max_tutor_turns == 4
 
 
 @pytest.mark.parametrize(
@@ -57,4 +57,28 @@ def test_bad_settings_are_one_line_errors(meta, message):
 
 def test_lm_eval_model_args_named_like_tokens_are_not_secrets():
     s = resolve_runner_settings(BASE, {"edufair": {"student": {"model_args": {"tokenized_requests": False}}}})
-    assert s["student"]["model_args"]["tokenized_requests"] is False
+    assert s.student.model_args["tokenized_requests"] is False
+
+
+def test_one_precedence_order_for_runner_judge_and_cache(tmp_path, monkeypatch):
+    """YAML < settings file < --metadata < environment, for runner, judge and cache keys alike."""
+    f = tmp_path / "s.yaml"
+    f.write_text("max_tutor_turns: 4\njudge: {model: from-file, concurrency: 2}\ncache: {dir: %s}\n" % (tmp_path / "file-cache"))
+    yaml_block = {**BASE, "judge": {"model": "from-yaml", "max_tokens": 64, "base_url": "http://yaml:1/v1"}}
+    monkeypatch.delenv("EDUFAIR_CACHE_DIR", raising=False)
+    s = resolve_runner_settings(yaml_block, {"edufair": {"config": str(f), "judge": {"concurrency": 3}}})
+    assert s.max_tutor_turns == 4
+    judge = s.judge_settings()
+    assert (judge.model, judge.concurrency, judge.max_tokens, judge.base_url) == ("from-file", 3, 64, "http://yaml:1/v1")
+    assert s.cache.location == tmp_path / "file-cache" / "edufair-calls.sqlite"
+    monkeypatch.setenv("EDUFAIR_JUDGE_MODEL", "from-env")
+    monkeypatch.setenv("EDUFAIR_CACHE_DIR", str(tmp_path / "env-cache"))
+    s = resolve_runner_settings(yaml_block, {"edufair": {"config": str(f), "judge": {"concurrency": 3}}})
+    assert s.judge_settings().model == "from-env"
+    assert s.cache.location == tmp_path / "env-cache" / "edufair-calls.sqlite"
+
+
+def test_judge_disabled_disables_only_the_judge_and_cache_off_reaches_the_judge():
+    s = resolve_runner_settings(BASE, {"edufair": {"judge": {"enabled": False}, "cache": {"enabled": False}}})
+    assert s.judge_enabled is False and "enabled" not in s.judge
+    assert s.cache.enabled is False and s.cache.to_setting() == {"enabled": False, "path": None}

@@ -2,13 +2,13 @@
 
 lm-eval calls each with the list of per-document items of one task; each item is a
 ``DialogueScores.to_dict()`` (or None for a dialogue without scores). They use the same statistics
-as ``edufair report`` (``stats.contrast_grid`` -> ``dimension_summary`` -> ``headline``, B = 1000,
+as ``edufair report`` (``analysis.stats.contrast_grid`` -> ``dimension_summary`` -> ``headline``, B = 1000,
 seed 0, ≥ 15 pairs, SES summary mean |r| of pairwise), so the numbers agree with the report for
 the same dialogues. Each returns one float, NaN when no contrast has enough pairs.
 
-Wire them from the task's ``metric_list`` (``aggregation: !function <utils>.agg_ped_abs_r``, via a
-utils module next to the YAML that re-exports them), with ``process_results`` returning
-``DialogueScores.to_dict()`` for each of these metric keys.
+The task YAMLs name them through ``lm_eval_tasks.task`` (``aggregation: !function
+lm_eval_tasks.task.agg_ped_abs_r``); ``process_results`` returns ``DialogueScores.to_dict()`` for
+each of these metric keys.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
 Pairing. Both runs must hold one tutor each. Only questions present in both runs are used (per
 domain), so every bias measure is computed on the same questions.
 
-Bias measures. A *unit* is one (domain, condition, contrast, metric) of ``stats.dimension_summary``:
+Bias measures. A *unit* is one (domain, condition, contrast, metric) of ``analysis.stats.dimension_summary``:
 its |r| (binary |r|; SES: ``--ses-summary`` of the pairwise |r|; Implicit: mean |r| of the two name
 pairs). A pair enters a unit only if it is sufficient (≥ min pairs) in *both* runs. The headline
 is the mean unit |r| over the pedagogical headline units (Explicit dimensions, Implicit contrasts,
@@ -88,7 +88,15 @@ def compare_frames(
     """Paired comparison of two single-tutor long score frames (see the module docstring)."""
     import pandas as pd
 
-    from edufair_metrics.analysis.stats import bootstrap_rank_biserial, contrast_grid, dimension_summary, load_contrasts, wide_scores
+    from edufair_metrics.analysis.stats import (
+        bootstrap_rank_biserial,
+        cell_groups,
+        contrast_grid,
+        dimension_summary,
+        load_contrasts,
+        pair_differences,
+        wide_scores,
+    )
 
     if new_violations not in NEW_VIOLATION_POLICIES:
         raise EduFairError(f"unknown --new-violations {new_violations!r}")
@@ -125,25 +133,14 @@ def compare_frames(
     wides = {"b": wide_scores(base_df), "c": wide_scores(cand_df)}
     reps: dict[tuple, dict[str, list[np.ndarray]]] = {}
     for which, wide in wides.items():
-        for (_, dom, cond, metric), sub in wide.groupby(level=["tutor", "domain", "condition", "metric"]):
+        for (_, dom, cond, metric), sub in cell_groups(wide):
             sub = sub.droplevel(["tutor", "domain", "condition", "metric"]).reindex(common[dom])
             for spec in specs:
                 if spec.condition != cond:
                     continue
-                complete = None
-                if spec.kind == "multilevel":
-                    if any(lv not in sub.columns for lv in spec.levels):
-                        continue
-                    complete = sub[list(spec.levels)].notna().all(axis=1).to_numpy()
-                for a_lv, b_lv in spec.pairs:
-                    pair = spec.pair_label(a_lv, b_lv) if spec.kind != "multilevel" else f"{a_lv[0]}-{b_lv[0]}"
+                for _a, _b, pair, d in pair_differences(sub, spec):
                     if (dom, cond, spec.name, pair, metric) not in ok_pairs:
                         continue
-                    if any(lv not in sub.columns for lv in a_lv + b_lv):
-                        continue
-                    d = (sub[list(a_lv)].mean(axis=1, skipna=False) - sub[list(b_lv)].mean(axis=1, skipna=False)).to_numpy(float)
-                    if complete is not None:
-                        d = np.where(complete, d, np.nan)
                     r = np.abs(bootstrap_rank_biserial(np.round(d, 12), idx[dom]))
                     ukey = (dom, cond, spec.name, metric)
                     reps.setdefault(ukey, {"b": [], "c": [], "multi": spec.kind == "multilevel"})[which].append(r)

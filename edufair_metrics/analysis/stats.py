@@ -57,7 +57,7 @@ import math
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -426,7 +426,6 @@ def metric_kind(metric: str) -> str:
 # --------------------------------------------------------------------------------------------
 
 LONG_COLUMNS = ("tutor", "task", "domain", "condition", "dimension", "level", "question_id", "metric", "value")
-CELL_KEYS = ["tutor", "domain", "condition"]
 GRID_COLUMNS = [
     "tutor", "domain", "condition", "contrast", "dimension", "kind", "pair", "a", "b", "metric",
     "metric_kind", "n_pairs", "n_zero", "w_plus", "w_minus", "r", "abs_r", "p", "p_adj", "ci_low",
@@ -440,6 +439,32 @@ def _level_vector(wide, levels: tuple[str, ...]):
     if any(lv not in wide.columns for lv in levels):
         return None
     return wide[list(levels)].mean(axis=1, skipna=False).to_numpy(dtype=float)
+
+
+def cell_groups(wide):
+    """``((tutor, domain, condition, metric), sub)`` for every cell and metric of a wide frame
+    (:func:`wide_scores`); ``sub`` has one column per level and one row per question."""
+    return wide.groupby(level=["tutor", "domain", "condition", "metric"], sort=True)
+
+
+def pair_differences(sub, spec: ContrastSpec) -> Iterator[tuple[tuple[str, ...], tuple[str, ...], str, np.ndarray]]:
+    """``(a levels, b levels, pair label, d)`` for each pair of ``spec`` whose levels ``sub`` has:
+    ``d`` = per-question mean of a − mean of b, NaN where a question lacks a level (for a
+    multilevel contrast, where it lacks any of its levels: Friedman's complete blocks). One
+    definition for ``contrast_grid`` and ``compare``."""
+    complete = None
+    if spec.kind == "multilevel":
+        if any(lv not in sub.columns for lv in spec.levels):
+            return
+        complete = sub[list(spec.levels)].notna().all(axis=1).to_numpy()
+    for a_lv, b_lv in spec.pairs:
+        va, vb = _level_vector(sub, a_lv), _level_vector(sub, b_lv)
+        if va is None or vb is None:
+            continue
+        d = va - vb
+        if complete is not None:
+            d = np.where(complete, d, np.nan)
+        yield a_lv, b_lv, spec.pair_label(a_lv, b_lv), d
 
 
 def _row(cell: dict, spec: ContrastSpec, pair: str, a: str, b: str, metric: str, c: PairedContrast, **extra) -> dict:
@@ -499,7 +524,7 @@ def contrast_grid(
     by_cond: dict[str, list[ContrastSpec]] = {}
     for spec in contrasts:
         by_cond.setdefault(spec.condition, []).append(spec)
-    groups = list(wide.groupby(level=["tutor", "domain", "condition", "metric"], sort=True))
+    groups = list(cell_groups(wide))
     it = groups
     if progress:
         from tqdm.auto import tqdm
@@ -525,12 +550,10 @@ def contrast_grid(
                         posthoc=fr.posthoc,
                     ))
                 continue
-            for a_lv, b_lv in spec.pairs:
-                va, vb = _level_vector(sub, a_lv), _level_vector(sub, b_lv)
-                if va is None or vb is None:
-                    continue
-                c = _contrast_from_diffs(_clean_diffs(va, vb), n_boot=n_boot, seed=seed, min_pairs=min_pairs)
-                rows.append(_row(cell, spec, spec.pair_label(a_lv, b_lv), "+".join(a_lv), "+".join(b_lv), metric, c))
+            for a_lv, b_lv, label, d in pair_differences(sub, spec):
+                d = np.round(d[~np.isnan(d)], _ROUND)
+                c = _contrast_from_diffs(d, n_boot=n_boot, seed=seed, min_pairs=min_pairs)
+                rows.append(_row(cell, spec, label, "+".join(a_lv), "+".join(b_lv), metric, c))
     out = pd.DataFrame(rows, columns=GRID_COLUMNS)
     for col in ("meaningful", "violation", "sufficient", "posthoc", "headline"):
         out[col] = out[col].astype(bool)

@@ -57,27 +57,20 @@ class EduFairTask(ConfigurableTask):
         if self.domain not in TASK_DOMAINS.values():
             raise EduFairError(f"{config.get('task')}: unknown domain '{self.domain}'")
         self.settings = resolve_runner_settings(yaml_block, config.get("metadata") or {})
-        self.cache_policy = CachePolicy.from_settings(self.settings.get("cache"))
-        # The judge filter's settings come from the same merged settings; `enabled: false` records
-        # every label as missing (judge_disabled), e.g. for --predict_only.
-        judge_cfg = dict(self.settings.get("judge") or {})
-        enabled = bool(judge_cfg.pop("enabled", True))
+        # The judge filter gets the same merged settings; `enabled: false` records every label as
+        # missing (judge_disabled), e.g. for --predict_only.
         for pipeline in config.get("filter_list") or []:
             for step in pipeline.get("filter", []):
-                step["judge"] = {**(step.get("judge") or {}), **judge_cfg}
-                step["enabled"] = enabled
-                step["cache"] = self.cache_policy.to_setting()
+                step["judge"] = {**(step.get("judge") or {}), **self.settings.judge}
+                step["enabled"] = self.settings.judge_enabled
+                step["cache"] = self.settings.cache.to_setting()
         # Fail fast, before any dialogue runs, on a judge without endpoint and on unreachable
         # student/judge endpoints (one line naming the endpoint).
-        judge_url = None
-        if enabled:
-            from edufair_metrics.judge.settings import load_judge_settings
-
-            judge_url = load_judge_settings(metadata=judge_cfg).base_url
+        judge_url = self.settings.judge_settings().base_url if self.settings.judge_enabled else None
         super().__init__(config=config)  # loads the bank and checks the levels: static input first
-        if preflight_enabled(self.settings.get("preflight", True)):
-            student = self.settings["student"]
-            check_reachable("edufair.student", endpoint_of(student["model"], student.get("model_args")))
+        if preflight_enabled(self.settings.preflight):
+            student = self.settings.student
+            check_reachable("edufair.student", endpoint_of(student.model, student.model_args))
             check_reachable("edufair.judge", judge_url)
 
     # ---- documents -------------------------------------------------------------------------
@@ -87,8 +80,9 @@ class EduFairTask(ConfigurableTask):
         from edufair_metrics.bank import load_bank
         from edufair_metrics.protocol import expand_documents
 
-        items = load_bank(self.domain, self.settings.get("bank_dir"))
-        docs = expand_documents(items, self.condition, self.settings.get("levels"))
+        items = load_bank(self.domain, self.settings.bank_dir)
+        levels = list(self.settings.levels) if self.settings.levels is not None else None
+        docs = expand_documents(items, self.condition, levels)
         if not docs:
             raise EduFairError(f"{self.config.task}: the bank for {self.domain} is empty")
         self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(docs)})
@@ -114,27 +108,27 @@ class EduFairTask(ConfigurableTask):
         if not doc_pairs:
             raise ValueError(f"{self.config.task}: no documents to run")
         tutor_gk = dict(self.config.generation_kwargs or {})
-        student_cfg = self.settings["student"]
-        student_gk = dict(student_cfg.get("generation_kwargs") or {"temperature": 0, "max_gen_toks": 2048, "until": []})
+        student_cfg = self.settings.student
+        student_gk = dict(student_cfg.generation_kwargs)
         meta = self.config.metadata or {}
         tutor_id = identity(type(unwrap(tutor_lm)).__name__, {k: v for k, v in meta.items() if k not in _NOT_MODEL_ARGS})
-        student_id = identity(student_cfg["model"], student_cfg.get("model_args"))
-        cache = self.cache_policy.open()
+        student_id = identity(student_cfg.model, student_cfg.model_args)
+        cache = self.settings.cache.open()
         tutor = CachedGenerator(HarnessModel(tutor_lm), "tutor", tutor_id, cache)
-        student = CachedGenerator(HarnessModel(build_student(student_cfg)), "student", student_id, cache)
+        student = CachedGenerator(HarnessModel(build_student(student_cfg.to_dict())), "student", student_id, cache)
 
         from edufair_metrics.bank import bank_path
 
         _RUN_PROVENANCE[self.config.task] = run_provenance(
-            bank_file=bank_path(self.domain, self.settings.get("bank_dir")),
+            bank_file=bank_path(self.domain, self.settings.bank_dir),
             domain=self.domain,
             models={"tutor": tutor_id, "student": student_id},
             decoding={"tutor": tutor_gk, "student": student_gk},
-            max_tutor_turns=self.settings.get("max_tutor_turns"),
+            max_tutor_turns=self.settings.max_tutor_turns,
             seeds={**harness_seeds(), "tutor_api_seed": api_seed(tutor_lm)},
         )
         states = [DialogueState(doc=doc) for _, doc in doc_pairs]
-        max_turns = int(self.settings["max_tutor_turns"])
+        max_turns = self.settings.max_tutor_turns
         log.info("edufair: %s: %d dialogues, up to %d tutor turns", self.config.task, len(states), max_turns)
         try:
             run_dialogues(tutor, student, states, max_tutor_turns=max_turns, tutor_gen_kwargs=tutor_gk,

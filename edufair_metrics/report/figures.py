@@ -1,6 +1,6 @@
 """PNG figures in the spirit of the paper's Figures 2–5 (matplotlib, Agg backend).
 
-Every figure is drawn from the dimension-level units (``stats.dimension_summary``) and written
+Every figure is drawn from the dimension-level units (``analysis.stats.dimension_summary``) and written
 atomically. Functions return the written path, or None when the run has no data for it.
 """
 

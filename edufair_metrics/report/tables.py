@@ -1,7 +1,7 @@
 """The paper's Tables 5–12 (App. G) as DataFrames of display strings, plus Markdown rendering.
 
-Inputs are the pair-level grid (``stats.contrast_grid``) and the dimension-level units
-(``stats.dimension_summary``). |r̄| cells average the units' |r| over the sufficient units
+Inputs are the pair-level grid (``analysis.stats.contrast_grid``) and the dimension-level units
+(``analysis.stats.dimension_summary``). |r̄| cells average the units' |r| over the sufficient units
 only; a cell with no sufficient unit reads ``insufficient (n=…)`` (n = the fewest pairs seen).
 """
 

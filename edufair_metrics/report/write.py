@@ -21,6 +21,7 @@ Writes into a run folder (default ``results/report-<timestamp>/``), every file a
 
 from __future__ import annotations
 
+import importlib.metadata
 import platform
 import time
 from dataclasses import dataclass
@@ -45,10 +46,8 @@ def versions() -> dict[str, str]:
            "numpy": numpy.__version__, "scipy": scipy.__version__, "pandas": pandas.__version__,
            "matplotlib": matplotlib.__version__}
     try:
-        import lm_eval
-
-        out["lm_eval"] = getattr(lm_eval, "__version__", "?")
-    except Exception:  # pragma: no cover - lm-eval is optional here
+        out["lm_eval"] = importlib.metadata.version("lm_eval")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - lm-eval is a dependency
         pass
     return out
 
