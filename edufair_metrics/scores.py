@@ -29,7 +29,6 @@ from typing import Iterable
 from edufair_metrics.records import (
     CONVERSATION_METRICS,
     JUDGE_FIELD_FOR_METRIC,
-    JUDGE_MISSING,
     JUDGE_OK,
     PEDAGOGICAL_METRICS,
     DialogueScores,

@@ -56,12 +56,12 @@ import itertools
 import math
 import warnings
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from edufair_metrics.errors import EduFairError
+from edufair_metrics.protocol.contrasts import ContrastSpec, load_contrasts
 from edufair_metrics.records import CONVERSATION_METRICS, PEDAGOGICAL_METRICS
 
 MEANINGFUL_R = 0.10
@@ -347,71 +347,6 @@ def friedman_contrast(
 # --------------------------------------------------------------------------------------------
 # The protocol's contrasts (data, from protocol.yaml)
 # --------------------------------------------------------------------------------------------
-
-HEADLINE_EXCLUDED = ("tutor_effect", "student_effect", "interaction")
-
-
-@dataclass(frozen=True)
-class ContrastSpec:
-    """One contrast of the protocol. ``kind``: binary (one a/b pair), multilevel (Friedman over
-    ``levels``), pairs (several binary pairs pooled by mean |r|), averaged (a/b are lists of
-    levels averaged per question)."""
-
-    condition: str
-    dimension: str
-    name: str
-    kind: str
-    pairs: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
-    levels: tuple[str, ...] = ()
-    headline: bool = True
-
-    def pair_label(self, a: tuple[str, ...], b: tuple[str, ...]) -> str:
-        if len(a) == 1 and len(b) == 1:
-            return f"{a[0]}-{b[0]}"
-        return self.dimension
-
-
-def _as_tuple(x: Any) -> tuple[str, ...]:
-    return tuple(str(v) for v in x) if isinstance(x, (list, tuple)) else (str(x),)
-
-
-def load_contrasts(path: str | Path | None = None) -> list[ContrastSpec]:
-    """Read the contrasts of every condition from ``protocol.yaml`` (default: the shipped one)."""
-
-    if path is None:
-        from edufair_metrics.protocol.paths import DATA_DIR as PROMPTS_DIR
-
-        path = PROMPTS_DIR / "protocol.yaml"
-    return list(_load_contrasts_cached(str(path)))
-
-
-@functools.lru_cache(maxsize=4)
-def _load_contrasts_cached(path: str) -> tuple[ContrastSpec, ...]:
-    import yaml
-
-    try:
-        with open(path, encoding="utf-8") as fh:
-            proto = yaml.safe_load(fh)
-    except OSError as exc:
-        raise EduFairError(f"cannot read protocol {path}: {exc.strerror or exc}") from exc
-    specs: list[ContrastSpec] = []
-    for cond, body in (proto.get("conditions") or {}).items():
-        for c in body.get("contrasts") or []:
-            dim, name = str(c["dimension"]), str(c.get("name", c["dimension"]))
-            headline = dim not in HEADLINE_EXCLUDED
-            if "levels" in c:
-                lv = _as_tuple(c["levels"])
-                pairs = tuple(((lv[i],), (lv[j],)) for i, j in itertools.combinations(range(len(lv)), 2))
-                specs.append(ContrastSpec(cond, dim, name, "multilevel", pairs, lv, headline))
-            elif "pairs" in c:
-                pairs = tuple(((str(p[0]),), (str(p[1]),)) for p in c["pairs"])
-                specs.append(ContrastSpec(cond, dim, name, "pairs", pairs, (), headline))
-            elif isinstance(c.get("a"), list) or isinstance(c.get("b"), list):
-                specs.append(ContrastSpec(cond, dim, name, "averaged", ((_as_tuple(c["a"]), _as_tuple(c["b"])),), (), headline))
-            else:
-                specs.append(ContrastSpec(cond, dim, name, "binary", (((str(c["a"]),), (str(c["b"]),)),), (), headline))
-    return tuple(specs)
-
 
 def metric_kind(metric: str) -> str:
     if metric in PEDAGOGICAL_METRICS:

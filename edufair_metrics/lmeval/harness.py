@@ -19,19 +19,15 @@ def find_harness_lm(chat_template=None):
     """The LM object ``lm_eval.evaluator.evaluate`` is running.
 
     First the documented route: under ``--apply_chat_template`` evaluate passes
-    ``lm.apply_chat_template`` as ``chat_template``, a bound method whose ``__self__`` is the LM.
-    Through ``--use_cache`` that is the inner model, so the CachingLM wrapper is only found on the
-    call stack: a bound method is taken when the stack has no wrapper around it. Otherwise the LM
-    is the local ``lm`` of ``evaluate`` on the call stack.
+    ``lm.apply_chat_template`` as ``chat_template``, a bound method whose ``__self__`` is the LM
+    (with ``--use_cache``, the model inside lm-eval's CachingLM: tutor calls then skip lm-eval's
+    cache, and EduFair's own call cache still stores every turn). Only without it is the LM taken
+    from the call stack: the local ``lm`` of ``evaluate``.
     """
-    from lm_eval.api.model import CachingLM
-
-    stack_lm = _evaluate_lm_on_stack()
     owner = getattr(chat_template, "__self__", None)
     if owner is not None:
-        if isinstance(stack_lm, CachingLM) and stack_lm.lm is owner:
-            return stack_lm  # keep lm-eval's --use_cache in the path
         return owner
+    stack_lm = _evaluate_lm_on_stack()
     if stack_lm is not None:
         return stack_lm
     raise EduFairError("the EduFair task must be run by lm_eval.evaluator.evaluate (lm_eval CLI or simple_evaluate)")
