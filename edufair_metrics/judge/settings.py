@@ -147,7 +147,7 @@ def load_judge_settings(
     validate: bool = True,
 ) -> JudgeSettings:
     """Settings from, in increasing priority: the config file (``config_path``, else
-    ``$EDUFAIR_JUDGE_CONFIG``, else the packaged ``judge_defaults.yaml``), the
+    ``$EDUFAIR_JUDGE_CONFIG``, else the packaged ``judge/defaults.yaml``), the
     ``metadata`` dict (lm-eval ``--metadata`` ``edufair.judge``), environment variables
     (EDUFAIR_JUDGE_BASE_URL, _MODEL, _CONCURRENCY, _STRUCTURED_OUTPUT, _MAX_RETRIES, _TIMEOUT_S),
     and explicit command-line values ``cli`` (None values ignored)."""
