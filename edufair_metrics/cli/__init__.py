@@ -23,13 +23,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     from edufair_metrics import __version__
 
     parser = argparse.ArgumentParser(prog="edufair", description="EduFair: pedagogical fairness audits of LLM tutors")
     parser.add_argument("--version", action="version", version=f"edufair {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    argv = sys.argv[1:]
     wanted = next((a for a in argv if not a.startswith("-")), None)
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
@@ -45,10 +44,9 @@ def _load(module: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    if argv is not None:
-        sys.argv = [sys.argv[0], *argv]
-    parser = build_parser()
-    args = parser.parse_args()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
     if not getattr(args, "_module", None):
         parser.print_help()
         return 2
