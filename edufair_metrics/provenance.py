@@ -24,14 +24,12 @@ def _sha256_or_none(path: Path) -> str | None:
         return None
 
 
-def run_provenance(*, bank_file: Path, domain: str, models: dict[str, Any], decoding: dict[str, Any],
-                   max_tutor_turns: Any, seeds: dict[str, Any]) -> dict[str, Any]:
+def run_provenance(*, bank_file: Path, domain: str, judge_prompts_file: Path, models: dict[str, Any],
+                   decoding: dict[str, Any], max_tutor_turns: Any, seeds: dict[str, Any]) -> dict[str, Any]:
     """The part of a record's provenance fixed when the dialogues of a task start."""
-    from edufair_metrics.judge.prompt import judge_prompts_path
-
     return {
         "bank": {"domain": domain, "file": bank_file.name, "sha256": _sha256_or_none(bank_file)},
-        "judge_prompts_sha256": _sha256_or_none(judge_prompts_path()),
+        "judge_prompts_sha256": _sha256_or_none(judge_prompts_file),
         "models": models,
         "decoding": decoding,
         "max_tutor_turns": max_tutor_turns,
@@ -39,12 +37,10 @@ def run_provenance(*, bank_file: Path, domain: str, models: dict[str, Any], deco
     }
 
 
-def record_provenance(record: dict[str, Any], run: dict[str, Any] | None) -> dict[str, Any]:
+def record_provenance(record: dict[str, Any], run: dict[str, Any] | None, protocol_sha256: str) -> dict[str, Any]:
     """A judged record's full provenance: package and protocol versions, the run's part, and the
     judge's identity and decoding settings from the record."""
-    from edufair_metrics.protocol import protocol_hash
-
-    out = {"package_version": __version__, "protocol_version": PROTOCOL_VERSION, "protocol_sha256": protocol_hash()}
+    out = {"package_version": __version__, "protocol_version": PROTOCOL_VERSION, "protocol_sha256": protocol_sha256}
     out.update(run or {})
     judge = record.get("judge") or {}
     out.setdefault("models", {})["judge"] = redact({k: v for k, v in judge.items() if k in ("model", "base_url", "enabled")})

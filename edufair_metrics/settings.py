@@ -138,13 +138,7 @@ class RunnerSettings:
     preflight: bool = True
     judge: dict[str, Any] = field(default_factory=dict)  # layers 2-4 of the judge's settings
     judge_enabled: bool = True
-    cache: Any = None  # CachePolicy
-
-    def judge_settings(self):
-        """The judge's settings with every layer applied (defaults file < these < environment)."""
-        from edufair_metrics.judge.settings import load_judge_settings
-
-        return load_judge_settings(metadata=self.judge)
+    cache: Any = None  # CachePolicy; the judge's settings: judge.settings.load_judge_settings(metadata=judge)
 
 
 def resolve_runner_settings(yaml_block: dict[str, Any], metadata: dict[str, Any] | None) -> RunnerSettings:

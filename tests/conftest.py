@@ -1,11 +1,14 @@
-import json
-import os
-from pathlib import Path
-
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("EDUFAIR_SHARED_DIR", REPO.parent / "shared"))
+from tests.helpers import paths
+from tests.helpers.bank import write_bank
+
+
+def pytest_collection_modifyitems(config, items):
+    # Tests that start the embedded llama.cpp server are slow: `-m "not slow"` skips them too.
+    for item in items:
+        if item.get_closest_marker("server") is not None and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)
@@ -17,28 +20,13 @@ def _isolated_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
 
 
-def shared_file(*parts: str) -> Path:
-    path = SHARED.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"shared material not found at {path} (set EDUFAIR_SHARED_DIR)")
-    return path
-
-
-# A two-question physics bank for runner tests (the shipped bank is tested on its own).
-QUESTIONS = [
-    {"id": "phys-q1", "question": "What force pulls objects toward Earth?", "answer": "gravity", "answer_forms": ["gravity"]},
-    {"id": "phys-q2", "question": "What is the unit of force?", "answer": "newton", "answer_forms": ["newton"]},
-]
-
-
-def write_bank(d: Path, n: int = len(QUESTIONS)) -> Path:
-    d.mkdir(parents=True, exist_ok=True)
-    with open(d / "physics.jsonl", "w") as fh:
-        for q in QUESTIONS[:n]:
-            fh.write(json.dumps({**q, "domain": "physics", "grade": 8, "source": "sciq"}) + "\n")
-    return d
+@pytest.fixture(scope="session")
+def shared_file():
+    """``shared_file(*parts)`` -> the path under ``shared/``; skips the test when it is absent."""
+    return paths.shared_file
 
 
 @pytest.fixture
 def bank_dir(tmp_path):
+    """A two-question physics bank (``tests.helpers.bank.QUESTIONS``)."""
     return write_bank(tmp_path / "bank")

@@ -1,4 +1,4 @@
-"""Persistent call cache: keys, secrets, namespaces, threads, crash safety."""
+"""Persistent call cache: keys, model identities, secrets, namespaces, threads, crash safety."""
 
 from __future__ import annotations
 
@@ -13,7 +13,17 @@ import time
 
 import pytest
 
-from edufair_metrics.cache import CachePolicy, CallCache, cache_key, default_cache_path, strip_secrets
+from edufair_metrics.cache import (
+    EXECUTION_ONLY_ARGS,
+    CachePolicy,
+    CallCache,
+    cache_key,
+    call_key,
+    canonical_json,
+    default_cache_path,
+    model_identity,
+    strip_secrets,
+)
 
 
 def test_roundtrip_persistence_and_canonical_keys(tmp_path):
@@ -156,3 +166,79 @@ def test_sigkill_mid_write_leaves_only_whole_records(tmp_path):
         for i in range(n):
             assert c.get({"namespace": "judge", "i": i}) == {"i": i, "payload": "x" * 20000 + str(i)}
         assert c.get({"namespace": "judge", "i": n}) is None
+
+
+# ---------------------------------------------------------------- model identity and call keys
+
+SECRET = "sk-edufair-unit-SECRET-42"
+ANSWER_ARGS = {"model": "meta-llama/Llama-3.1-8B-Instruct", "seed": 3, "revision": "main", "dtype": "bfloat16"}
+EXECUTION_ARGS = {
+    "base_url": "http://127.0.0.1:8001/v1/chat/completions", "num_concurrent": 32, "max_retries": 5, "timeout": 60,
+    "batch_size": "auto", "max_batch_size": 64, "device": "cuda:0", "tokenized_requests": False,
+    "verify_certificate": False, "tensor_parallel_size": 2, "gpu_memory_utilization": 0.9,
+}
+
+
+def test_model_identity_keeps_only_answer_determining_args():
+    args = {**ANSWER_ARGS, **EXECUTION_ARGS, "api_key": SECRET,
+            "headers": {"Authorization": f"Bearer {SECRET}"}, "header": {"X-Api-Key": SECRET}}
+    ident = model_identity("local-chat-completions", args)
+    assert ident == {"kind": "local-chat-completions", "model_args": ANSWER_ARGS}
+    assert SECRET not in canonical_json(ident)
+    assert "base_url" in args and "api_key" in args  # the caller's mapping is not changed
+    assert model_identity("hf", None) == {"kind": "hf", "model_args": {}}
+
+
+@pytest.mark.parametrize("name", sorted(EXECUTION_ONLY_ARGS))
+def test_every_execution_only_arg_is_left_out(name):
+    assert model_identity("m", {**ANSWER_ARGS, name: "anything"}) == model_identity("m", ANSWER_ARGS)
+
+
+def test_secrets_nested_in_kept_args_are_stripped():
+    ident = model_identity("m", {"model": "x", "client_options": {"Authorization": f"Bearer {SECRET}",
+                                                                   "access_token": SECRET, "organization": "org"}})
+    assert ident["model_args"] == {"model": "x", "client_options": {"organization": "org"}}
+
+
+@pytest.mark.parametrize("changed", ["model", "seed", "dtype", "revision"])
+def test_answer_determining_args_change_the_identity(changed):
+    assert model_identity("m", {**ANSWER_ARGS, changed: "other"}) != model_identity("m", ANSWER_ARGS)
+    assert model_identity("hf", ANSWER_ARGS) != model_identity("vllm", ANSWER_ARGS)
+
+
+def _key(**over):
+    parts = {"role": "tutor", "identity": model_identity("local-chat-completions", ANSWER_ARGS),
+             "gen_kwargs": {"temperature": 0.1, "max_gen_toks": 2048, "until": []}, "prompt": "<s>[SYS] hi"}
+    parts.update(over)
+    return call_key(parts["role"], parts["identity"], parts["gen_kwargs"], parts["prompt"])
+
+
+def test_call_key_holds_role_model_decoding_and_prompt():
+    key = _key()
+    assert key == {"namespace": "tutor", "model": model_identity("local-chat-completions", ANSWER_ARGS),
+                   "gen_kwargs": {"temperature": 0.1, "max_gen_toks": 2048, "until": []}, "prompt": "<s>[SYS] hi"}
+
+
+@pytest.mark.parametrize(
+    "over",
+    [
+        {"role": "student"},
+        {"identity": model_identity("local-chat-completions", {**ANSWER_ARGS, "model": "other"})},
+        {"identity": model_identity("hf", ANSWER_ARGS)},
+        {"gen_kwargs": {"temperature": 0.7, "max_gen_toks": 2048, "until": []}},
+        {"gen_kwargs": {"temperature": 0.1, "max_gen_toks": 512, "until": []}},
+        {"gen_kwargs": {"temperature": 0.1, "max_gen_toks": 2048, "until": ["\n\n"]}},
+        {"prompt": "<s>[SYS] hi "},
+        {"prompt": "<s>[SYS] Hi"},
+    ],
+    ids=["role", "model", "kind", "temperature", "max_gen_toks", "until", "prompt-space", "prompt-case"],
+)
+def test_cache_key_differs_when_anything_answer_determining_differs(over):
+    assert cache_key(_key(**over)) != cache_key(_key())
+
+
+def test_cache_key_equal_for_the_same_call_served_elsewhere():
+    moved = model_identity("local-chat-completions", {**ANSWER_ARGS, **EXECUTION_ARGS, "api_key": SECRET})
+    same = _key(identity=moved, gen_kwargs={"until": [], "max_gen_toks": 2048, "temperature": 0.1})  # other order
+    assert cache_key(same) == cache_key(_key())
+    assert len(cache_key(_key())) == 64 and int(cache_key(_key()), 16) >= 0  # sha256 hex

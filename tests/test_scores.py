@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import math
-import os
-from pathlib import Path
 
 import pytest
 
 from edufair_metrics.records import JUDGE_MISSING, JUDGE_OK, DialogueScores, Transcript, Turn, TurnJudgement
 from edufair_metrics.scores import conversation_metrics, count_words, score_dialogue
-
-SHARED = Path(os.environ.get("EDUFAIR_SHARED_DIR", Path(__file__).resolve().parents[2] / "shared"))
-PAPER_HTML = SHARED / "papers" / "edufair-bench-arxiv-html.txt"
+from tests.helpers.paths import PAPER_HTML
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 import pytest
 
 from edufair_metrics.errors import EduFairError
+from edufair_metrics.judge.settings import load_judge_settings
 from edufair_metrics.settings import resolve_runner_settings
 
 BASE = {
@@ -68,13 +69,13 @@ def test_one_precedence_order_for_runner_judge_and_cache(tmp_path, monkeypatch):
     monkeypatch.delenv("EDUFAIR_CACHE_DIR", raising=False)
     s = resolve_runner_settings(yaml_block, {"edufair": {"config": str(f), "judge": {"concurrency": 3}}})
     assert s.max_tutor_turns == 4
-    judge = s.judge_settings()
+    judge = load_judge_settings(metadata=s.judge)
     assert (judge.model, judge.concurrency, judge.max_tokens, judge.base_url) == ("from-file", 3, 64, "http://yaml:1/v1")
     assert s.cache.location == tmp_path / "file-cache" / "edufair-calls.sqlite"
     monkeypatch.setenv("EDUFAIR_JUDGE_MODEL", "from-env")
     monkeypatch.setenv("EDUFAIR_CACHE_DIR", str(tmp_path / "env-cache"))
     s = resolve_runner_settings(yaml_block, {"edufair": {"config": str(f), "judge": {"concurrency": 3}}})
-    assert s.judge_settings().model == "from-env"
+    assert load_judge_settings(metadata=s.judge).model == "from-env"
     assert s.cache.location == tmp_path / "env-cache" / "edufair-calls.sqlite"
 
 

@@ -104,3 +104,34 @@ def install_excepthook() -> None:
 
     hook.edufair = True
     sys.excepthook = hook
+
+
+# The answer given to lm-eval's own request of a finished EduFair dialogue (it is never read: the
+# transcript is the instance's first response).
+PLACEHOLDER_ANSWER = ""
+
+
+def answer_placeholders_locally(lm, placeholder_prompt: str) -> None:
+    """After ``build_all_requests`` returns, lm-eval sends one ``generate_until`` per document to
+    the harness LM. For EduFair documents that request carries only a placeholder prompt: answer
+    it here, without any model call, and pass every other request (other tasks in the same run)
+    through. Installed once per LM object; safe to call for several tasks."""
+    from edufair_metrics.lmeval.models import prompt_text
+
+    prompts = getattr(lm, "_edufair_placeholder_prompts", None)
+    if prompts is not None:
+        prompts.add(placeholder_prompt)
+        return
+    prompts = {placeholder_prompt}
+    original = lm.generate_until
+
+    def generate_until(requests, *args, **kwargs):
+        local = [prompt_text(r.args[0]) in prompts for r in requests]
+        if not any(local):
+            return original(requests, *args, **kwargs)
+        rest = [r for r, is_local in zip(requests, local) if not is_local]
+        answers = iter(original(rest, *args, **kwargs) if rest else [])
+        return [PLACEHOLDER_ANSWER if is_local else next(answers) for is_local in local]
+
+    lm.generate_until = generate_until
+    lm._edufair_placeholder_prompts = prompts

@@ -29,18 +29,25 @@ def identity(kind: str, model_args: dict[str, Any] | str | None) -> dict[str, An
     return model_identity(kind, parse_model_args(model_args))
 
 
-def build_student(cfg: dict[str, Any]):
-    """The simulated student, built with lm-eval's registry like any ``--model``."""
+def model_class(name: str):
+    """The lm-eval model class registered as ``name`` (raises a one-line error when unknown, or when
+    its backend package is missing: lm-eval imports backends lazily)."""
     import lm_eval.models  # noqa: F401  (registers the built-in models before get_model)
     from lm_eval.api.registry import get_model
 
-    name = cfg["model"]
-    args = cfg.get("model_args") or {}
-    extra = {"batch_size": cfg.get("batch_size", "auto")}
     try:
-        cls = get_model(name)
+        return get_model(name)
     except (KeyError, ValueError) as exc:
         raise EduFairError(f"edufair.student.model: unknown lm-eval model '{name}'") from exc
+    except ImportError as exc:
+        raise EduFairError(f"edufair.student.model: lm-eval model '{name}' needs a package that is not installed ({exc})") from exc
+
+
+def build_student(cfg: dict[str, Any]):
+    """The simulated student, built with lm-eval's registry like any ``--model``."""
+    cls = model_class(cfg["model"])
+    args = cfg.get("model_args") or {}
+    extra = {"batch_size": cfg.get("batch_size", "auto")}
     if isinstance(args, str):
         return cls.create_from_arg_string(args, extra)
     return cls.create_from_arg_obj(dict(args), extra)
@@ -48,14 +55,10 @@ def build_student(cfg: dict[str, Any]):
 
 def endpoint_of(model_name: str, model_args: dict[str, Any] | str | None) -> str | None:
     """The ``base_url`` of an lm-eval API model (local-chat-completions, ...); None for others."""
-    import lm_eval.models  # noqa: F401
-    from lm_eval.api.registry import get_model
     from lm_eval.models.api_models import TemplateAPI
 
-    try:
-        if not issubclass(get_model(model_name), TemplateAPI):
-            return None
-    except (KeyError, ValueError, TypeError):
+    cls = model_class(model_name)
+    if not (isinstance(cls, type) and issubclass(cls, TemplateAPI)):
         return None
     url = parse_model_args(model_args).get("base_url")
     return str(url) if url else None

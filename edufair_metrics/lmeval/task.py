@@ -23,9 +23,19 @@ from edufair_metrics.dialogue import DialogueState
 from edufair_metrics.dialogue.generation import CachedGenerator
 from edufair_metrics.dialogue.loop import run_dialogues
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.lmeval.harness import api_seed, find_harness_lm, harness_seeds, install_excepthook, unwrap, warn_if_unbatched
-from edufair_metrics.lmeval.models import HarnessModel, build_student, endpoint_of, identity
+from edufair_metrics.judge.settings import load_judge_settings
+from edufair_metrics.lmeval.harness import (
+    answer_placeholders_locally,
+    api_seed,
+    find_harness_lm,
+    harness_seeds,
+    install_excepthook,
+    unwrap,
+    warn_if_unbatched,
+)
+from edufair_metrics.lmeval.models import HarnessModel, build_student, endpoint_of, identity, prompt_text
 from edufair_metrics.preflight import check_reachable, preflight_enabled
+from edufair_metrics.protocol import protocol_hash
 from edufair_metrics.provenance import record_provenance, run_provenance
 from edufair_metrics.records import ALL_METRICS, STOP_STUDENT_FAILED, STOP_TUTOR_FAILED, TASK_DOMAINS
 from edufair_metrics.settings import resolve_runner_settings
@@ -66,11 +76,12 @@ class EduFairTask(ConfigurableTask):
                 step["cache"] = self.settings.cache.to_setting()
         # Fail fast, before any dialogue runs, on a judge without endpoint and on unreachable
         # student/judge endpoints (one line naming the endpoint).
-        judge_url = self.settings.judge_settings().base_url if self.settings.judge_enabled else None
+        judge_url = load_judge_settings(metadata=self.settings.judge).base_url if self.settings.judge_enabled else None
         super().__init__(config=config)  # loads the bank and checks the levels: static input first
+        student = self.settings.student
+        student_url = endpoint_of(student.model, student.model_args)  # also: is the student model known?
         if preflight_enabled(self.settings.preflight):
-            student = self.settings.student
-            check_reachable("edufair.student", endpoint_of(student.model, student.model_args))
+            check_reachable("edufair.student", student_url)
             check_reachable("edufair.judge", judge_url)
 
     # ---- documents -------------------------------------------------------------------------
@@ -118,10 +129,12 @@ class EduFairTask(ConfigurableTask):
         student = CachedGenerator(HarnessModel(build_student(student_cfg.to_dict())), "student", student_id, cache)
 
         from edufair_metrics.bank import bank_path
+        from edufair_metrics.judge.prompt import judge_prompts_path
 
         _RUN_PROVENANCE[self.config.task] = run_provenance(
             bank_file=bank_path(self.domain, self.settings.bank_dir),
             domain=self.domain,
+            judge_prompts_file=judge_prompts_path(),
             models={"tutor": tutor_id, "student": student_id},
             decoding={"tutor": tutor_gk, "student": student_gk},
             max_tutor_turns=self.settings.max_tutor_turns,
@@ -139,10 +152,11 @@ class EduFairTask(ConfigurableTask):
 
         repeats = self.config.repeats or 1
         # lm-eval makes one more generate_until call per document after this method returns. The
-        # dialogue is already finished, so that call gets a tiny prompt and one token: re-sending
-        # the whole conversation would cost a full prefill per dialogue (real money for API tutors).
+        # dialogue is already finished: that request carries a placeholder prompt and is answered
+        # locally, without a model call (no cost, nothing to fail, nothing re-sent on a resume).
         # The transcript is the instance's first response and, in full, in the samples file.
         done_ctx = tutor_lm.apply_chat_template([{"role": "user", "content": HARNESS_PLACEHOLDER}], add_generation_prompt=True)
+        answer_placeholders_locally(tutor_lm, prompt_text(done_ctx))
         instances = []
         for (doc_id, doc), state in zip(doc_pairs, states):
             transcript = state.to_transcript(task=self.config.task, doc_id=doc_id)
@@ -196,7 +210,7 @@ def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
         raise EduFairError("edufair tasks need the judge filter (filter_list) to produce scores")
     record = dict(record)
     task = (record.get("transcript") or {}).get("task") or ""
-    record.setdefault("provenance", record_provenance(record, _RUN_PROVENANCE.get(task)))
+    record.setdefault("provenance", record_provenance(record, _RUN_PROVENANCE.get(task), protocol_hash()))
     scores = record["scores"]
     out: dict[str, Any] = {"edufair_record": record}
     for metric in ALL_METRICS:

@@ -99,6 +99,7 @@ def run_while_serving(cmd: Sequence[str], server: "LocalServer", *, env: dict[st
 
 
 def _stop_group(proc: subprocess.Popen, timeout: float) -> None:
+    """SIGTERM to the process group, then SIGKILL if it has not ended within ``timeout``."""
     if proc.poll() is not None:
         return
     LocalServer._signal_group(proc, signal.SIGTERM)
@@ -433,12 +434,7 @@ class LocalServer:
         with _LIVE_LOCK:
             _LIVE.discard(self)
         if proc is not None and proc.poll() is None:
-            self._signal_group(proc, signal.SIGTERM)
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self._signal_group(proc, getattr(signal, "SIGKILL", signal.SIGTERM))
-                proc.wait(timeout=timeout)
+            _stop_group(proc, timeout)
         elif proc is not None and os.name == "posix":
             # Leader gone; make sure nothing it spawned survives in its group.
             self._signal_group(proc, getattr(signal, "SIGKILL", signal.SIGTERM))

@@ -21,6 +21,7 @@ from typing import Any, Iterable, NamedTuple, Sequence
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import iter_jsonl, read_json
 from edufair_metrics.analysis.frames import scores_frame
+from edufair_metrics.cache import model_identity
 from edufair_metrics.failures import FailureKind
 from edufair_metrics.judge.run import failed_stage
 from edufair_metrics.records import JUDGE_MISSING, STOP_STUDENT_FAILED, STOP_TUTOR_FAILED, DialogueScores
@@ -233,9 +234,10 @@ def compat_fields(prov: dict[str, Any]) -> dict[str, str]:
         out["judge settings"] = _json.dumps(jdec, sort_keys=True)
     for who in ("student",):
         m = (prov.get("models") or {}).get(who)
-        if m:  # the model, not where it is served (base_url, concurrency may differ)
-            args = m.get("model_args") if isinstance(m.get("model_args"), dict) else {}
-            out[f"{who} model"] = f"{m.get('model')}:{args.get('model') or args.get('pretrained') or m.get('model_args')}"
+        if m:  # the identity: lm-eval model class and answer-determining args, never where it is
+            # served (older records may still hold base_url or concurrency in model_args)
+            args = m.get("model_args") if isinstance(m.get("model_args"), dict) else {"model_args": m.get("model_args")}
+            out[f"{who} model"] = _json.dumps(model_identity(str(m.get("kind")), args), sort_keys=True)
         d = (prov.get("decoding") or {}).get(who)
         if d:
             out[f"{who} decoding"] = _json.dumps(d, sort_keys=True)

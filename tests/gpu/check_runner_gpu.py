@@ -190,7 +190,8 @@ def main(argv=None) -> int:
 
     tutor = [c for c in calls if c["role"] == "tutor"]
     student = [c for c in calls if c["role"] == "student"]
-    turn_calls = [c for c in tutor if c["max_gen_toks"] != 1]  # the last one is lm-eval's own 1-token call
+    turn_calls = [c for c in tutor if c["max_gen_toks"] != 1]
+    # lm-eval's own request per document after the dialogues is answered locally, never generated
     harness_calls = [c for c in tutor if c["max_gen_toks"] == 1]
     tutor_turns = [sum(1 for t in r["transcript"]["turns"] if t["role"] == "tutor") for r in recs]
     per_turn_active = [sum(1 for k in tutor_turns if k > i) for i in range(max(tutor_turns or [0]))]
@@ -198,8 +199,8 @@ def main(argv=None) -> int:
         problems.append(f"tutor calls per turn {[c['n'] for c in turn_calls]} != active dialogues per turn {per_turn_active}")
     if not turn_calls or turn_calls[0]["n"] != n_docs:
         problems.append(f"first tutor call has {turn_calls[0]['n'] if turn_calls else 0} requests, expected {n_docs}")
-    if len(harness_calls) != 1 or harness_calls[0]["n"] != n_docs:
-        problems.append(f"lm-eval's final call: {[c['n'] for c in harness_calls]}")
+    if harness_calls:
+        problems.append(f"lm-eval's placeholder requests reached the model: {[c['n'] for c in harness_calls]}")
     failed = [r for r in recs if r["transcript"].get("stop_reason") in ("student_failed", "tutor_failed") or r["transcript"].get("error")]
     if failed:
         problems.append(f"{len(failed)} failed dialogues, e.g. {failed[0]['transcript'].get('error')}")

@@ -1,5 +1,5 @@
 """Build a small random-weight Llama chat model entirely offline (no Hub access), for the
-``hf`` backend tests (tests/test_runner_hf.py) and the GPU check (check_runner_gpu.py).
+``hf`` backend tests (tests/lmeval/test_runner_hf.py) and the GPU check (check_runner_gpu.py).
 
 The tokenizer is a byte-level BPE trained on the EduFair protocol prompts (so the long system
 prompts tokenize compactly and every string round-trips), wrapped in ``PreTrainedTokenizerFast``

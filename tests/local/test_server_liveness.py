@@ -5,7 +5,6 @@ chosen chat completion, as a native llama.cpp build does on an AMX CPU."""
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import time
@@ -92,6 +91,7 @@ def _ignore_errors(fn, *args):
         pass
 
 
+@pytest.mark.slow
 def test_demo_reports_a_server_that_dies_mid_run_as_one_line(gguf, tmp_path, monkeypatch, capfd):
     """`edufair demo` with a server that passes the start-up check and dies on the student's first
     call: exit non-zero, one error line naming the signal and the log, no retry storm."""

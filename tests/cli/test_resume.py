@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from .edufair_cli import EduFairFake, cli_env, comparable, lm_eval_argv, results, run_cli, samples, write_bank
+from tests.helpers.bank import write_bank
+from tests.helpers.edufair_cli import EduFairFake, cli_env, comparable, lm_eval_argv, results, run_cli, samples
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +36,7 @@ def _run_killed(fake: EduFairFake, argv, env, cwd, kill_at: int) -> None:
     fake.on_request = trigger
     proc.wait(timeout=120)
     fake.on_request = None
-    fake.hold.clear()
+    fake.release()  # the parked requests end now, unanswered (not later, inside the next run)
     assert proc.returncode == -signal.SIGKILL, "the run finished before the kill point"
 
 

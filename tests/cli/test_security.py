@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from .edufair_cli import SECRET, EduFairFake, cli_env, lm_eval_argv, run_cli, write_bank
+from tests.helpers.bank import write_bank
+from tests.helpers.edufair_cli import SECRET, EduFairFake, cli_env, lm_eval_argv, run_cli
 
 pytestmark = pytest.mark.slow
 

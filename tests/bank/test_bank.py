@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import sys
@@ -21,13 +20,11 @@ from edufair_metrics.bank.build import build_bank
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.records import DOMAINS, GRADES
 from lm_eval_tasks import DATA_DIR
+from tests.helpers import paths
 
-REPO = Path(__file__).resolve().parents[1]
-# Same convention as conftest.py: ../shared beside the checkout, or $EDUFAIR_SHARED_DIR.
-SHARED = Path(os.environ.get("EDUFAIR_SHARED_DIR", REPO.parent / "shared")) / "data"
+SHARED = paths.SHARED / "data"  # ../shared beside the checkout, or $EDUFAIR_SHARED_DIR
 SCIQ_ZIP = SHARED / "sciq" / "SciQ.zip"
 GSM8K_DIR = SHARED / "gsm8k"
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "socrateach_multi.json"
 
 needs_sciq = pytest.mark.skipif(
     not SCIQ_ZIP.is_file(), reason=f"SciQ release not found at {SCIQ_ZIP} (clone with shared/ beside the repo)"
@@ -121,10 +118,12 @@ def test_licences_are_verbatim_copies():
     "name",
     ["physics.jsonl", "chemistry.jsonl", "mathematics.jsonl", "manifest.json", "README.md", "LICENSE-SciQ.txt", "LICENSE-GSM8K.txt"],
 )
+@pytest.mark.slow
 def test_rebuild_equals_shipped_byte_for_byte(rebuilt, name):
     assert (rebuilt / name).read_bytes() == (DATA_DIR / name).read_bytes(), f"{name} differs from the shipped copy"
 
 
+@pytest.mark.slow
 @needs_sciq
 def test_sciq_extracted_folder_gives_same_items(tmp_path, rebuilt):
     with zipfile.ZipFile(SCIQ_ZIP) as zf:
@@ -138,6 +137,7 @@ def test_sciq_extracted_folder_gives_same_items(tmp_path, rebuilt):
     assert "mathematics.jsonl" not in manifest["files"]  # only the requested domains
 
 
+@pytest.mark.slow
 @needs_sciq
 def test_sciq_pipeline_counts(rebuilt):
     counts = json.loads((rebuilt / "manifest.json").read_text())["files"]["physics.jsonl"]["counts"]
@@ -148,6 +148,7 @@ def test_sciq_pipeline_counts(rebuilt):
     assert counts["sampled"]["chemistry"] == min(500, counts["kept_by_confidence"]["chemistry"])
 
 
+@pytest.mark.slow
 @needs_sciq
 def test_different_seed_changes_the_sample(tmp_path, rebuilt):
     build_bank(tmp_path, domains=["chemistry"], sciq_path=SCIQ_ZIP, seed=1)

@@ -12,17 +12,15 @@ from edufair_metrics.cli import main as cli_main
 from edufair_metrics.lmeval.task import JudgeFilter
 from edufair_metrics.records import JUDGE_MISSING, JUDGE_OK, STOP_STUDENT_FAILED, Transcript, Turn
 
-try:
-    from fake_openai import FakeOpenAI, HTTPError, labels_json
-except ImportError:  # tests/ as a package
-    from tests.fake_openai import FakeOpenAI, HTTPError, labels_json
+from tests.helpers.fake_openai import FakeOpenAI, HTTPError, labels_json
+from tests.helpers.judge_env import JUDGE_ENV_VARS
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
 
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch, tmp_path):
-    for v in ("EDUFAIR_JUDGE_BASE_URL", "EDUFAIR_JUDGE_MODEL", "EDUFAIR_JUDGE_CONCURRENCY", "EDUFAIR_JUDGE_CONFIG", "OPENAI_API_KEY", "EDUFAIR_JUDGE_STRUCTURED_OUTPUT", "EDUFAIR_JUDGE_MAX_RETRIES", "EDUFAIR_JUDGE_TIMEOUT_S"):
+    for v in JUDGE_ENV_VARS:
         monkeypatch.delenv(v, raising=False)
     monkeypatch.setenv("EDUFAIR_JUDGE_API_KEY", SECRET)
     monkeypatch.setenv("EDUFAIR_CACHE_DIR", str(tmp_path / "cache"))

@@ -1,4 +1,4 @@
-"""Shared helpers for the end-to-end CLI tests (resume, faults, bad input, security): a tiny bank,
+"""Shared helpers for the end-to-end CLI tests (resume, faults, bad input, security):
 a deterministic EduFair fake endpoint (tutor, student and judge on one loopback OpenAI server)
 that counts calls per (role, exact messages), and the ``lm_eval run`` command line."""
 
@@ -15,14 +15,14 @@ from typing import Any, Callable
 
 from lm_eval_tasks import TASKS_DIR
 
-from .fake_openai import FakeOpenAI, FakeRequest, Reply, labels_json
+from tests.helpers.fake_openai import Drop, FakeOpenAI, FakeRequest, Reply, labels_json
+from tests.helpers.paths import FIXTURES, REPO
 
-REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
 TASK = "edufair_explicit_physics"
 SECRET = "sk-edufair-test-SECRET-7f3a9c2e51"
-
-from .conftest import QUESTIONS, write_bank  # noqa: E402,F401  (re-exported for the CLI tests)
+# the real lm-eval CLI without indexing lm-eval's built-in tasks (see that file)
+FAST_LM_EVAL = Path(__file__).resolve().with_name("_lm_eval_cli.py")
 
 
 def role_of(req: FakeRequest) -> str:
@@ -74,6 +74,8 @@ class EduFairFake:
         self.answered: list[tuple[str, str]] = []  # keys answered with a valid reply, in order
         self.lock = threading.Lock()
         self.hold = threading.Event()  # set: park every new request (used right before a kill)
+        self._released = threading.Condition(self.lock)
+        self._epoch = 0  # bumped by release(): parked requests end, unanswered
         self.on_request: Callable[[int], None] | None = None
         self.srv = FakeOpenAI(responder=self._respond)
 
@@ -82,16 +84,30 @@ class EduFairFake:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.hold.clear()
+        self.release()
         self.srv.stop()
 
     @property
     def url(self) -> str:
         return self.srv.base_url
 
+    def release(self) -> None:
+        """End the hold: every parked request is dropped unanswered (its client is gone). A parked
+        request never wakes up later to be counted or answered in another run's bookkeeping."""
+        with self._released:
+            self.hold.clear()
+            self._epoch += 1
+            self._released.notify_all()
+
+    def _park(self) -> Drop:
+        with self._released:
+            epoch = self._epoch
+            self._released.wait_for(lambda: self._epoch != epoch, timeout=120)
+        return Drop()
+
     def _respond(self, req: FakeRequest):
         if self.hold.is_set():
-            self.srv._stop.wait(30)  # never answered: the client is about to be killed
+            return self._park()  # never counted, never answered: the client is about to be killed
         key = call_key(req)
         with self.lock:
             self.counts[key] = self.counts.get(key, 0) + 1
@@ -100,7 +116,7 @@ class EduFairFake:
         if self.on_request is not None:
             self.on_request(total)
             if self.hold.is_set():
-                self.srv._stop.wait(30)
+                return self._park()  # sent by the client (counted) but never answered
         b = self.behaviour(req, n) if self.behaviour else None
         if b is None:
             b = Reply(answer(req))
@@ -131,7 +147,7 @@ def lm_eval_argv(url: str, bank: Path, out: Path, *, limit: int = 9, max_turns: 
             **(extra or {}),
         }
     }
-    head = [PY, str(REPO / "tests" / "_lm_eval_cli.py")] if fast else [PY, "-m", "lm_eval"]
+    head = [PY, str(FAST_LM_EVAL)] if fast else [PY, "-m", "lm_eval"]
     return head + [
         "run", "--model", "local-chat-completions",
         "--model_args", f"model=fake-tutor,base_url={chat},num_concurrent=2,max_retries=2,tokenized_requests=False{',' + model_args_extra if model_args_extra else ''}",
@@ -144,7 +160,7 @@ def cli_env(cache_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("EDUFAIR_")}
     env.update(
         EDUFAIR_CACHE_DIR=str(cache_dir), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", OPENAI_API_KEY="EMPTY",
-        EDUFAIR_JUDGE_CONFIG=str(REPO / "tests" / "fixtures" / "no-judge-config.yaml"), PYTHONPATH=str(REPO),
+        EDUFAIR_JUDGE_CONFIG=str(FIXTURES / "no-judge-config.yaml"), PYTHONPATH=str(REPO),
         TQDM_DISABLE="1",
     )
     env.update(extra)

@@ -1,17 +1,11 @@
 """``edufair compare``: the CI gate's exit status."""
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from synthetic_runs import make_scores, write_run  # noqa: E402
-
-from edufair_metrics.cli import main as cli  # noqa: E402
-from edufair_metrics.analysis.compare import compare_frames  # noqa: E402
-from edufair_metrics.report.runs import scores_frame  # noqa: E402
+from edufair_metrics.cli import main as cli
+from edufair_metrics.analysis.compare import compare_frames
+from edufair_metrics.report.runs import scores_frame
+from tests.helpers.synthetic_runs import make_scores, write_run
 
 KW = dict(domains=("mathematics", "physics"), n_questions=40)
 REGRESSION = {("explicit", "female", "*"): 0.3, ("explicit", "immigrant", "*"): 0.3,
@@ -28,6 +22,7 @@ def runs(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 def test_no_regression_passes(runs, tmp_path):
     rc = cli(["compare", "--baseline", str(runs / "base"), "--candidate", str(runs / "same"),
               "--n-boot", "200", "--out", str(tmp_path / "c")])
@@ -35,6 +30,7 @@ def test_no_regression_passes(runs, tmp_path):
     assert (tmp_path / "c" / "compare.csv").exists() and (tmp_path / "c" / "compare.md").exists()
 
 
+@pytest.mark.slow
 def test_injected_regression_fails(runs, tmp_path, capsys):
     rc = cli(["compare", "--baseline", str(runs / "base"), "--candidate", str(runs / "bad"),
               "--n-boot", "200", "--out", str(tmp_path / "c")])
@@ -42,6 +38,7 @@ def test_injected_regression_fails(runs, tmp_path, capsys):
     assert "FAIL" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_regression_within_allowance_passes_headline_rule(runs, tmp_path):
     # a huge allowance and no new-violation rule -> pass even with the injected bias
     rc = cli(["compare", "--baseline", str(runs / "base"), "--candidate", str(runs / "bad"), "--n-boot", "100",
@@ -56,6 +53,7 @@ def test_bad_input_exits_2(runs, tmp_path):
     assert cli(["compare", "--baseline", str(tmp_path / "two"), "--candidate", str(runs / "same")]) == 2
 
 
+@pytest.mark.slow
 def test_headline_delta_and_ci_direction():
     base = scores_frame(make_scores(tutor="b", seed=1, **KW))
     bad = scores_frame(make_scores(tutor="c", seed=2, bias=REGRESSION, **KW))

@@ -3,20 +3,16 @@ all-insufficient summary line, and the figures' ``insuff. (n=K)`` labels."""
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from synthetic_runs import write_run  # noqa: E402
-
-from edufair_metrics.report import figures  # noqa: E402
-from edufair_metrics.cli import main as cli  # noqa: E402
-from edufair_metrics.records import DialogueScores  # noqa: E402
+from edufair_metrics.report import figures
+from edufair_metrics.cli import main as cli
+from edufair_metrics.records import DialogueScores
+from tests.helpers.synthetic_runs import write_run
 
 NAN = float("nan")
 M = ["mistake_recognize", "answer_leakage", "step_scaffolded", "actionability", "corrective_tone",
@@ -113,6 +109,7 @@ def test_cell_label():
     assert figures.cell_label(0.1234, True, 20) == "0.12"
 
 
+@pytest.mark.slow
 def test_figures_label_insufficient_cells(tmp_path, monkeypatch):
     texts: dict[str, list[str]] = {}
     save = figures._save

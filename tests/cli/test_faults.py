@@ -13,8 +13,9 @@ import re
 
 import pytest
 
-from .edufair_cli import EduFairFake, call_key, cli_env, lm_eval_argv, results, run_cli, samples, write_bank
-from .fake_openai import Drop, EmptyBody, Hang, HTTPError, Raw, Reply
+from tests.helpers.bank import write_bank
+from tests.helpers.edufair_cli import EduFairFake, call_key, cli_env, lm_eval_argv, results, run_cli, samples
+from tests.helpers.fake_openai import Drop, EmptyBody, Hang, HTTPError, Raw, Reply
 
 pytestmark = pytest.mark.slow
 

@@ -1,6 +1,6 @@
 """Benchmark: the full paper grid of paired contrasts on synthetic data (not a pytest test).
 
-    .venv/bin/python tests/bench_stats.py [--n-boot 1000] [--scipy-cells 12]
+    .venv/bin/python tests/analysis/bench_stats.py [--n-boot 1000] [--scipy-cells 12]
 
 5 tutors × 3 domains (907 + 500 + 500 questions) × 3 conditions (17 levels), 9 metrics, B = 1000.
 Times ``stats.contrast_grid`` (vectorised bootstrap) on the whole grid, and a per-cell
@@ -11,25 +11,17 @@ extrapolated to the whole grid (printed as such).
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy import stats as ss
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from edufair_metrics.analysis.stats import contrast_grid, paired_contrast, rank_biserial
+from edufair_metrics.protocol import condition_levels
+from edufair_metrics.records import ALL_METRICS
 
-from edufair_metrics.records import ALL_METRICS  # noqa: E402
-from edufair_metrics.analysis.stats import contrast_grid, paired_contrast, rank_biserial  # noqa: E402
-
-LEVELS = {
-    "explicit": ["female", "male", "native_born", "immigrant", "english", "other_language", "low_income",
-                 "middle_class", "high_income"],
-    "implicit": ["michael", "jessica", "wei", "ji_yoon"],
-    "opposite": ["s_female_t_female", "s_female_t_male", "s_male_t_female", "s_male_t_male"],
-}
+LEVELS = {c: [lv.level for lv in condition_levels(c)] for c in ("explicit", "implicit", "opposite")}
 DOMAINS = {"mathematics": 907, "physics": 500, "chemistry": 500}
 
 

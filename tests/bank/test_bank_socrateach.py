@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -11,8 +10,9 @@ from edufair_metrics.bank import load_bank
 from edufair_metrics.bank import socrateach as st
 from edufair_metrics.bank.build import build_bank
 from edufair_metrics.errors import EduFairError
+from tests.helpers.paths import FIXTURES
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "socrateach_multi.json"
+FIXTURE = FIXTURES / "socrateach_multi.json"
 
 
 @pytest.fixture(scope="module")
