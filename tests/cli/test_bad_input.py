@@ -1,4 +1,4 @@
-"""Bad input (issue 7): each case fails with a non-zero exit, ONE line naming the problem and
+"""Bad input: each case fails with a non-zero exit, ONE line naming the problem and
 where (the last stderr line; lm-eval prints a traceback before it), and no output written."""
 
 from __future__ import annotations

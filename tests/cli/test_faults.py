@@ -1,4 +1,4 @@
-"""Fault injection (issue 7) through the real lm_eval CLI: ~20% of calls fail in mixed ways.
+"""Fault injection through the real lm_eval CLI: ~20% of calls fail in mixed ways.
 
 "Match" is defined per call key (role, exact messages): a key whose LAST request got a fault is a
 final failure (its dialogue is marked failed, or its judge label missing); a key that got a fault

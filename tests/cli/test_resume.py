@@ -1,4 +1,4 @@
-"""Resume after a crash (issue 7): SIGKILL the real lm_eval CLI at a seeded random request, rerun
+"""Resume after a crash: SIGKILL the real lm_eval CLI at a seeded random request, rerun
 the same command, and check that it finishes, repeats no call whose answer had reached the client,
 and produces exactly the records and statistics of an uninterrupted run with a fresh cache."""
 

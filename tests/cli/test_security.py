@@ -1,4 +1,4 @@
-"""Secrets (issue 7): with API keys set to a recognisable fake secret, an end-to-end run through
+"""Secrets: with API keys set to a recognisable fake secret, an end-to-end run through
 the plain `python -m lm_eval` CLI leaves the secret in no output file (results, samples, cache
 SQLite incl. WAL, captured logs). The fake endpoint does receive it (the Authorization header)."""
 

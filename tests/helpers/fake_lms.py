@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-import lm_eval.models  # noqa: F401  (built-in models must be registered before ours; internals §1)
+import lm_eval.models  # noqa: F401  (registers the built-in models before ours)
 from lm_eval.api.model import LM
 from lm_eval.api.registry import MODEL_REGISTRY, register_model
 from lm_eval.models.api_models import JsonChatStr
