@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from edufair_metrics.errors import EduFairError
+
 log = logging.getLogger(__name__)
 
 CACHE_FILENAME = "edufair-calls.sqlite"
@@ -160,7 +162,13 @@ class CallCache:
 
     def __init__(self, path: str | os.PathLike | None = None, timeout_s: float = 60.0):
         self.path = Path(path) if path is not None else default_cache_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise EduFairError(
+                f"cannot create the call cache folder {self.path.parent}: {exc.strerror or exc} "
+                "(set EDUFAIR_CACHE_DIR or edufair.cache.path to a writable place, or cache.enabled: false)"
+            ) from None
         self._timeout = timeout_s
         self._local = threading.local()
         self._all_conns: list[sqlite3.Connection] = []

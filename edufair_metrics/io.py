@@ -57,17 +57,21 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
     EduFairError naming the file and the line."""
     path = Path(path)
     try:
-        fh = open(path, encoding="utf-8")
+        fh = open(path, "rb")
     except OSError as exc:
         raise EduFairError(f"cannot read {path}: {exc.strerror or exc}") from exc
     with fh:
-        for lineno, line in enumerate(fh, start=1):
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise EduFairError(f"{path}:{lineno}:{exc.start + 1}: not UTF-8 text (byte 0x{raw[exc.start]:02x})") from None
             if not line.strip():
                 continue
             try:
                 yield lineno, json.loads(line)
             except json.JSONDecodeError as exc:
-                raise EduFairError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from exc
+                raise EduFairError(f"{path}:{lineno}:{exc.colno}: malformed JSON ({exc.msg})") from None
 
 
 def parse_json(text: str, where: str) -> Any:
@@ -75,7 +79,7 @@ def parse_json(text: str, where: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise EduFairError(f"{where}:{exc.lineno}: malformed JSON ({exc.msg})") from None
+        raise EduFairError(f"{where}:{exc.lineno}:{exc.colno}: malformed JSON ({exc.msg})") from None
 
 
 def read_json(path: str | os.PathLike) -> Any:

@@ -87,6 +87,8 @@ def validate_runner_settings(settings: dict[str, Any], where: str) -> dict[str, 
     levels = settings.get("levels")
     if levels is not None and not (isinstance(levels, list) and all(isinstance(x, str) for x in levels)):
         raise EduFairError(f"{where}: edufair.levels must be a list of level names")
+    if levels == []:
+        raise EduFairError(f"{where}: edufair.levels is empty; name at least one level, or leave it out (null) for all levels")
     return settings
 
 

@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+from edufair_metrics.errors import EduFairError
+
 from edufair_metrics.cache import (
     EXECUTION_ONLY_ARGS,
     CachePolicy,
@@ -242,3 +244,11 @@ def test_cache_key_equal_for_the_same_call_served_elsewhere():
     same = _key(identity=moved, gen_kwargs={"until": [], "max_gen_toks": 2048, "temperature": 0.1})  # other order
     assert cache_key(same) == cache_key(_key())
     assert len(cache_key(_key())) == 64 and int(cache_key(_key()), 16) >= 0  # sha256 hex
+
+
+def test_a_cache_folder_that_cannot_be_created_is_one_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(EduFairError) as err:
+        CachePolicy.from_settings({"path": str(blocker / "sub" / "c.sqlite")}).open()
+    assert "cannot create the call cache folder" in str(err.value) and "\n" not in str(err.value)

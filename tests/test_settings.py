@@ -83,3 +83,8 @@ def test_judge_disabled_disables_only_the_judge_and_cache_off_reaches_the_judge(
     s = resolve_runner_settings(BASE, {"edufair": {"judge": {"enabled": False}, "cache": {"enabled": False}}})
     assert s.judge_enabled is False and "enabled" not in s.judge
     assert s.cache.enabled is False and s.cache.to_setting() == {"enabled": False, "path": None}
+
+
+def test_empty_levels_is_an_error_not_all_levels():
+    with pytest.raises(EduFairError, match="edufair.levels is empty"):
+        resolve_runner_settings(BASE, {"edufair": {"levels": []}})

@@ -187,7 +187,7 @@ def test_definitional_filter():
 def test_sciq_malformed_json_names_file_and_line(tmp_path):
     bad = tmp_path / "train.json"
     bad.write_text('[\n{"question": "q"},\n{oops}\n]\n')
-    with pytest.raises(EduFairError, match=r"train\.json:3: malformed JSON"):
+    with pytest.raises(EduFairError, match=r"train\.json:3:\d+: malformed JSON"):
         sciq.load_sciq_train(tmp_path)
 
 
@@ -304,7 +304,7 @@ def test_cli_malformed_input_exits_2_with_one_line(tmp_path, capsys, monkeypatch
     )
     assert rc == 2
     errors = [ln for ln in captured.err.splitlines() if ln.startswith("edufair build-bank: error:")]
-    assert len(errors) == 1 and f"{bad}:2: malformed JSON" in errors[0]
+    assert len(errors) == 1 and f"{bad}:2:2: malformed JSON" in errors[0]  # file:line:column
     assert not (out / "mathematics.jsonl").exists()  # nothing written on failure
 
 
