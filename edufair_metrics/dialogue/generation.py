@@ -76,20 +76,23 @@ class CachedGenerator:
                 continue
             misses.append(i)
         if misses:
-            results = self._call([contexts[i] for i in misses], gen_kwargs, [docs[i] for i in misses])
+            arrived: dict[str, str] = {}
+            results = self._call([contexts[i] for i in misses], gen_kwargs, [docs[i] for i in misses], arrived)
             for i, res in zip(misses, results):
                 outputs[i] = res
-                if self.cache is not None and isinstance(res, str):
-                    # models that report no answers while a batch runs are stored here
-                    self.cache.put(self._key(self.model.prompt_text(contexts[i]), gen_kwargs), res)
+                prompt = self.model.prompt_text(contexts[i])
+                if self.cache is not None and isinstance(res, str) and prompt not in arrived:
+                    # models that report no answers while a batch runs are stored here, once
+                    self.cache.put(self._key(prompt, gen_kwargs), res)
         return outputs
 
-    def _call(self, contexts: list, gen_kwargs: dict[str, Any], docs: list[dict[str, Any]]) -> list[Any]:
+    def _call(self, contexts: list, gen_kwargs: dict[str, Any], docs: list[dict[str, Any]],
+              arrived: dict[str, str]) -> list[Any]:
         """One batched call. If the batch raises (lm-eval's API models raise for the whole batch
         when one request fails after their own retries), the answers that did arrive are kept and
         only the failed requests are sent again, one by one; each still failing request becomes
-        its :class:`CallFailure`. An empty answer is a failure, never a turn."""
-        arrived: dict[str, str] = {}
+        its :class:`CallFailure`. An empty answer is a failure, never a turn. ``arrived`` collects
+        (and the cache stores) every answer the model reported while the batch ran."""
 
         def store(prompt: str, answer: str, gk=dict(gen_kwargs)) -> None:
             # Persist each answer the moment it arrives, not after the whole batch: a kill in the

@@ -360,13 +360,18 @@ def test_progress_bar_names_exist():
                 f"{module.__name__}.{name} is not a module-level progress-bar class", who)
 
 
+def _module_source_tree(module: str, who: str) -> ast.Module:
+    """The parsed source of an lm-eval module, without importing it (no torch/transformers/vllm)."""
+    spec = importlib.util.find_spec(module)
+    assert spec is not None and spec.origin, broken(f"{module} is gone", who)
+    return ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+
+
 @pytest.mark.parametrize("module, cls", [("lm_eval.models.huggingface", "HFLM"), ("lm_eval.models.vllm_causallms", "VLLM")])
 def test_local_backends_import_tqdm_at_module_level(module, cls):
     """Checked on the source, without importing torch/transformers/vllm."""
     who = "edufair_metrics.lmeval.quiet_request_bars"
-    spec = importlib.util.find_spec(module)
-    assert spec is not None and spec.origin, broken(f"{module} is gone", who)
-    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    tree = _module_source_tree(module, who)
     top = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "tqdm" and any(a.name == "tqdm" for a in n.names)]
     assert top, broken(f"{module} no longer does `from tqdm import tqdm` at module level", who)
 
@@ -656,9 +661,7 @@ def test_get_model_missing_backend_error_type():
 def test_local_backends_expose_context_limits(module, cls):
     """Checked on the source, without importing torch/transformers/vllm."""
     who = "edufair_metrics.lmeval.models.HarnessModel.context_overflow and harness.warn_if_unbatched"
-    spec = importlib.util.find_spec(module)
-    assert spec is not None and spec.origin, broken(f"{module} is gone", who)
-    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    tree = _module_source_tree(module, who)
     node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None)
     assert node is not None, broken(f"{module}.{cls} is gone", who)
     members = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
