@@ -115,6 +115,10 @@ def merge_layer(settings: dict[str, Any], layer: dict[str, Any]) -> dict[str, An
     return deep_merge(settings, layer)
 
 
+# The paper's student decoding (§4): greedy, 2048 new tokens, no stop strings.
+DEFAULT_STUDENT_GEN_KWARGS: dict[str, Any] = {"temperature": 0, "max_gen_toks": 2048, "until": []}
+
+
 @dataclass(frozen=True)
 class StudentSettings:
     """The simulated student: any lm-eval model, built through lm-eval's registry."""
@@ -122,7 +126,7 @@ class StudentSettings:
     model: str
     model_args: dict[str, Any] | str = field(default_factory=dict)
     batch_size: Any = "auto"
-    generation_kwargs: dict[str, Any] = field(default_factory=lambda: {"temperature": 0, "max_gen_toks": 2048, "until": []})
+    generation_kwargs: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_STUDENT_GEN_KWARGS))
 
     def to_dict(self) -> dict[str, Any]:
         return {"model": self.model, "model_args": self.model_args, "batch_size": self.batch_size,
@@ -158,7 +162,7 @@ def resolve_runner_settings(yaml_block: dict[str, Any], metadata: dict[str, Any]
             model=student["model"],
             model_args=student.get("model_args") or {},
             batch_size=student.get("batch_size", "auto"),
-            generation_kwargs=dict(student.get("generation_kwargs") or StudentSettings.__dataclass_fields__["generation_kwargs"].default_factory()),
+            generation_kwargs=dict(student.get("generation_kwargs") or DEFAULT_STUDENT_GEN_KWARGS),
         ),
         levels=tuple(levels) if levels is not None else None,
         bank_dir=merged.get("bank_dir"),
