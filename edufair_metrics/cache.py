@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 CACHE_FILENAME = "edufair-calls.sqlite"
 SCHEMA_VERSION = 1
 
-_SECRET_NAME = re.compile(r"api_?key|authori[sz]ation|password|passwd|secret|bearer|access_?token|auth_?token|^token$")
+_SECRET_NAME = re.compile(r"api_?key|authori[sz]ation|password|passwd|secret|bearer|access_?token|auth_?token|hf_?token|^token$|(^|_)key$")
 
 
 def default_cache_path(environ: Mapping[str, str] | None = None) -> Path:

@@ -35,3 +35,42 @@ def check_reachable(what: str, url: str | None, timeout_s: float = 3.0) -> None:
             "(skip this check with EDUFAIR_SKIP_PREFLIGHT=1)"
         ) from None
     _REACHABLE.add((parts.hostname, port))
+
+
+def check_output_path(output_path: str | os.PathLike | None) -> None:
+    """lm-eval writes results and samples under ``--output_path`` only after the whole job, and
+    an unwritable path then loses everything with exit status 0. Check it first, creating nothing:
+    the path (or, for ``*.json``, its folder) must be a folder, or not exist yet under a writable
+    folder; no part of it may be a file."""
+    if not output_path:
+        return
+    from pathlib import Path
+
+    path = Path(output_path).expanduser()
+    target = path.parent if path.suffix == ".json" else path
+    if path.suffix == ".json" and path.is_dir():
+        raise EduFairError(f"--output_path {output_path}: is a folder, but a name ending in .json means a results file")
+    probe = target
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise EduFairError(f"--output_path {output_path}: {probe} is a file, not a folder; nothing could be saved there")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise EduFairError(f"--output_path {output_path}: {probe} is not writable; nothing could be saved there")
+
+
+def openai_key_exposure(endpoints: dict[str, str | None], environ: dict[str, str] | None = None) -> list[str]:
+    """The roles (tutor, student) whose lm-eval API model would receive ``OPENAI_API_KEY``: lm-eval's
+    ``local-chat-completions`` sends that variable to every endpoint it calls and prints it in its
+    HTTP error messages. Loopback endpoints are left out (the key never leaves the machine)."""
+    env = os.environ if environ is None else environ
+    if not env.get("OPENAI_API_KEY") or env.get("OPENAI_API_KEY") == "EMPTY":
+        return []
+    out = []
+    for role, url in endpoints.items():
+        host = (urlsplit(url).hostname or "").lower() if url else ""
+        if host and host not in ("localhost", "127.0.0.1", "::1", "0.0.0.0"):
+            out.append(f"{role} ({url})")
+    return out

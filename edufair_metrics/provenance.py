@@ -25,10 +25,12 @@ def _sha256_or_none(path: Path) -> str | None:
 
 
 def run_provenance(*, bank_file: Path, domain: str, judge_prompts_file: Path, models: dict[str, Any],
-                   decoding: dict[str, Any], max_tutor_turns: Any, seeds: dict[str, Any]) -> dict[str, Any]:
-    """The part of a record's provenance fixed when the dialogues of a task start."""
+                   decoding: dict[str, Any], max_tutor_turns: Any, seeds: dict[str, Any],
+                   sample: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The part of a record's provenance fixed when the dialogues of a task start. ``sample``: the
+    question subsample (fraction, seed, how many of how many, hash of the chosen ids), or None."""
     return {
-        "bank": {"domain": domain, "file": bank_file.name, "sha256": _sha256_or_none(bank_file)},
+        "bank": {"domain": domain, "file": bank_file.name, "sha256": _sha256_or_none(bank_file), "sample": sample},
         "judge_prompts_sha256": _sha256_or_none(judge_prompts_file),
         "models": models,
         "decoding": decoding,

@@ -28,7 +28,7 @@ import yaml
 from edufair_metrics.cache import is_secret_name, strip_secrets
 from edufair_metrics.errors import EduFairError
 
-RUNNER_KEYS = {"preflight", "max_tutor_turns", "levels", "student", "judge", "cache", "config", "bank_dir"}
+RUNNER_KEYS = {"preflight", "max_tutor_turns", "levels", "student", "judge", "cache", "config", "bank_dir", "sample"}
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -60,6 +60,14 @@ def load_settings_file(path: str | os.PathLike) -> dict[str, Any]:
     return data
 
 
+def reject_secrets_in_task_metadata(metadata: dict[str, Any] | None) -> None:
+    """lm-eval copies the whole ``--metadata`` (and, under its CLI, every ``--model_args`` entry)
+    into each task's config, and from there into ``results_*.json``: a key-like entry anywhere in
+    it, not only in the ``edufair`` block, would be written to disk. Credentials belong in the
+    environment (EDUFAIR_JUDGE_API_KEY, HF_TOKEN, ...)."""
+    _reject_secrets(metadata or {}, "task metadata (--metadata / --model_args, copied into results files)")
+
+
 def _reject_secrets(obj: Any, where: str) -> None:
     if isinstance(obj, dict):
         for k, v in obj.items():
@@ -89,6 +97,9 @@ def validate_runner_settings(settings: dict[str, Any], where: str) -> dict[str, 
         raise EduFairError(f"{where}: edufair.levels must be a list of level names")
     if levels == []:
         raise EduFairError(f"{where}: edufair.levels is empty; name at least one level, or leave it out (null) for all levels")
+    from edufair_metrics.question_sample import QuestionSample
+
+    QuestionSample.from_setting(settings.get("sample"), f"{where}: edufair.sample")
     return settings
 
 
@@ -145,11 +156,13 @@ class RunnerSettings:
     judge: dict[str, Any] = field(default_factory=dict)  # layers 2-4 of the judge's settings
     judge_enabled: bool = True
     cache: Any = None  # CachePolicy; the judge's settings: judge.settings.load_judge_settings(metadata=judge)
+    sample: Any = None  # question_sample.QuestionSample: the paper's fixed stratified subsample, or None
 
 
 def resolve_runner_settings(yaml_block: dict[str, Any], metadata: dict[str, Any] | None) -> RunnerSettings:
     """Layers 2-5 of the precedence order (task YAML < settings file < --metadata < environment)."""
     from edufair_metrics.cache import CachePolicy
+    from edufair_metrics.question_sample import QuestionSample
 
     merged = _merged_runner_settings(yaml_block, metadata)
     student = dict(merged["student"])
@@ -170,6 +183,7 @@ def resolve_runner_settings(yaml_block: dict[str, Any], metadata: dict[str, Any]
         judge=judge,
         judge_enabled=bool(enabled),
         cache=CachePolicy.from_settings(merged.get("cache")),
+        sample=QuestionSample.from_setting(merged.get("sample")),
     )
 
 

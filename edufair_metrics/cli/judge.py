@@ -17,6 +17,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, help="dialogues judged in parallel")
     parser.add_argument("--max-retries", type=int, help="retries per turn after the first attempt")
     parser.add_argument("--structured-output", choices=("off", "json_object", "json_schema"))
+    parser.add_argument("--reasoning-effort", choices=("minimal", "low", "medium", "high", "none"),
+                        help="request field reasoning_effort (default low, the paper's; none sends nothing)")
     parser.add_argument("--judge-config", help="judge settings YAML (default: $EDUFAIR_JUDGE_CONFIG, else the packaged edufair_metrics/judge/defaults.yaml)")
     parser.add_argument("--cache", default=None, help="call cache path, or 'off' (default: $EDUFAIR_CACHE_DIR or results/cache)")
     parser.add_argument("--out", default="results/rejudged", help="output folder (default: results/rejudged)")
@@ -34,6 +36,7 @@ def main(args: argparse.Namespace) -> int:
         "concurrency": args.concurrency,
         "max_retries": args.max_retries,
         "structured_output": args.structured_output,
+        "reasoning_effort": args.reasoning_effort,
     }
     out_dir = Path(args.out)
     res = rejudge_samples(args.inputs, out_dir, cli=cli, cache=CachePolicy.from_settings(args.cache),

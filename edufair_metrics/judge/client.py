@@ -45,6 +45,8 @@ def _call_once(client, settings: JudgeSettings, messages: list[dict[str, str]]) 
     rf = settings.response_format()
     if rf is not None:
         kwargs["response_format"] = rf
+    if settings.reasoning_effort is not None:
+        kwargs["reasoning_effort"] = settings.reasoning_effort
     if settings.extra_body:
         kwargs["extra_body"] = dict(settings.extra_body)
     try:

@@ -15,6 +15,10 @@ from edufair_metrics.judge.parse import JUDGE_JSON_SCHEMA
 from edufair_metrics.judge.prompt import load_judge_prompts
 
 STRUCTURED_OUTPUT_FORMS = ("off", "json_object", "json_schema")
+# gpt-oss reasoning effort, sent as the request field ``reasoning_effort`` (OpenAI chat completions;
+# vLLM's gpt-oss server puts it into the harmony *system* message). Text such as "Reasoning: low"
+# inside our system prompt does not set it: vLLM turns that prompt into a developer message.
+REASONING_EFFORTS = ("minimal", "low", "medium", "high")
 
 
 def default_config_path() -> Path:
@@ -37,13 +41,18 @@ class JudgeSettings:
     backoff_base_s: float = 1.0
     backoff_max_s: float = 30.0
     structured_output: str = "off"  # off | json_object (llama-cpp-python) | json_schema (vLLM/OpenAI)
-    extra_body: dict[str, Any] = field(default_factory=dict)  # e.g. {"reasoning_effort": "low"}
+    # The paper disables chain-of-thought ("Reasoning: low"): sent as the request field
+    # ``reasoning_effort``; None sends nothing (models without a reasoning mode).
+    reasoning_effort: str | None = "low"
+    extra_body: dict[str, Any] = field(default_factory=dict)  # other server-specific request fields
 
     def __post_init__(self) -> None:
         if self.structured_output is True:
             self.structured_output = "json_object"
         elif self.structured_output in (False, None):
             self.structured_output = "off"
+        if isinstance(self.reasoning_effort, str) and self.reasoning_effort.lower() in ("none", "null", "off"):
+            self.reasoning_effort = None  # spelled out on a command line or in the environment
 
     def validate(self, source: str = "judge settings") -> "JudgeSettings":
         def bad(msg: str) -> EduFairError:
@@ -70,8 +79,12 @@ class JudgeSettings:
             raise bad("judge timeout_s must be > 0")
         if self.structured_output not in STRUCTURED_OUTPUT_FORMS:
             raise bad(f"judge structured_output must be one of {', '.join(STRUCTURED_OUTPUT_FORMS)}, got {self.structured_output!r}")
+        if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
+            raise bad(f"judge reasoning_effort must be one of {', '.join(REASONING_EFFORTS)} or null, got {self.reasoning_effort!r}")
         if not isinstance(self.extra_body, dict):
             raise bad("judge extra_body must be a mapping")
+        if "reasoning_effort" in self.extra_body:
+            raise bad("judge extra_body must not set reasoning_effort: use the judge setting reasoning_effort")
         secret = [k for k in _walk_keys(self.extra_body) if is_secret_name(k)]
         if secret:
             raise bad(f"judge extra_body contains {secret[0]!r}: API keys come only from the environment")
@@ -91,6 +104,7 @@ class JudgeSettings:
             "temperature": float(self.temperature),
             "max_tokens": int(self.max_tokens),
             "response_format": self.response_format(),
+            "reasoning_effort": self.reasoning_effort,
             "extra_body": strip_secrets(self.extra_body),
         }
 
@@ -121,6 +135,7 @@ _ENV_SETTINGS = {
     "EDUFAIR_JUDGE_STRUCTURED_OUTPUT": ("structured_output", str),
     "EDUFAIR_JUDGE_MAX_RETRIES": ("max_retries", int),
     "EDUFAIR_JUDGE_TIMEOUT_S": ("timeout_s", float),
+    "EDUFAIR_JUDGE_REASONING_EFFORT": ("reasoning_effort", str),
 }
 
 
@@ -134,9 +149,12 @@ def _apply(values: dict[str, Any], src: Mapping[str, Any] | None, source: str) -
             raise EduFairError(f"{source}: '{k}' is not allowed here; the judge API key is read only from EDUFAIR_JUDGE_API_KEY or OPENAI_API_KEY")
         if k not in _SETTING_NAMES:
             raise EduFairError(f"{source}: unknown judge setting '{k}' (known: {', '.join(sorted(_SETTING_NAMES))})")
-        if v is None:
-            continue
+        if v is None and not (k in _NULLABLE and source != "command line"):
+            continue  # None = not given; in a file or metadata, a nullable setting's null is a value
         values[k] = v
+
+
+_NULLABLE = {"reasoning_effort"}
 
 
 def load_judge_settings(
@@ -149,7 +167,8 @@ def load_judge_settings(
     """Settings from, in increasing priority: the config file (``config_path``, else
     ``$EDUFAIR_JUDGE_CONFIG``, else the packaged ``judge/defaults.yaml``), the
     ``metadata`` dict (lm-eval ``--metadata`` ``edufair.judge``), environment variables
-    (EDUFAIR_JUDGE_BASE_URL, _MODEL, _CONCURRENCY, _STRUCTURED_OUTPUT, _MAX_RETRIES, _TIMEOUT_S),
+    (EDUFAIR_JUDGE_BASE_URL, _MODEL, _CONCURRENCY, _STRUCTURED_OUTPUT, _MAX_RETRIES, _TIMEOUT_S,
+    _REASONING_EFFORT),
     and explicit command-line values ``cli`` (None values ignored)."""
     import yaml
 

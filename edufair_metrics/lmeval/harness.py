@@ -135,3 +135,95 @@ def answer_placeholders_locally(lm, placeholder_prompt: str) -> None:
 
     lm.generate_until = generate_until
     lm._edufair_placeholder_prompts = prompts
+
+
+_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0")
+
+
+def tutor_identity(lm, metadata_args: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str]:
+    """What determines the tutor's answers, taken from the LM object itself, with the task
+    metadata only as a fallback: ``(identity or None, source)`` with source ``"model"``,
+    ``"metadata"`` or ``"none"``.
+
+    The metadata holds the model arguments only under the lm_eval CLI; with
+    ``simple_evaluate(model=<LM object>)`` or a custom TaskManager it holds none of them, and two
+    different tutors would share cache keys. With no identity at all the caller must not cache.
+    """
+    from edufair_metrics.cache import model_identity
+
+    real = unwrap(lm)
+    facts = _identity_facts(real)
+    if facts:
+        return model_identity(type(real).__name__, facts), "model"
+    if metadata_args:
+        return model_identity(type(real).__name__, metadata_args), "metadata"
+    return None, "none"
+
+
+def _identity_facts(real) -> dict[str, Any]:
+    """Model-defining facts of lm-eval's API models, vLLM and HFLM (no network call: HFLM's own
+    ``get_model_info`` asks the Hub for the model's sha), else a custom LM's ``get_model_info()``."""
+    if is_api_model(real):
+        model = getattr(real, "model", None)
+        if not model:
+            return {}
+        return {"model": str(model), "endpoint": _endpoint_identity(getattr(real, "base_url", None))}
+    vllm_args = getattr(real, "model_args", None)
+    if isinstance(vllm_args, dict) and vllm_args.get("model"):  # lm-eval's VLLM
+        keep = ("model", "revision", "dtype", "tokenizer", "tokenizer_revision", "quantization", "max_model_len")
+        facts = {k: _plain(vllm_args.get(k)) for k in keep if vllm_args.get(k) is not None}
+        lora = getattr(real, "lora_request", None)
+        if lora is not None:
+            facts["lora"] = str(getattr(lora, "lora_path", None) or getattr(lora, "lora_local_path", None) or lora)
+        return facts
+    model = getattr(real, "_model", None)
+    if model is not None and hasattr(real, "pretrained"):  # lm-eval's HFLM
+        pretrained = real.pretrained
+        name = pretrained if isinstance(pretrained, str) else getattr(getattr(model, "config", None), "_name_or_path", "")
+        facts = {"pretrained": str(name or ""), "class": type(model).__name__,
+                 "dtype": str(getattr(model, "dtype", "")),
+                 "parameters": int(sum(p.numel() for p in model.parameters())) if hasattr(model, "parameters") else -1}
+        for attr in ("revision", "peft", "delta"):
+            value = getattr(real, attr, None)
+            if value:
+                facts[attr] = str(value)
+        return facts if facts["pretrained"] else {}
+    info = getattr(real, "get_model_info", None)  # lm-eval's optional per-model info hook
+    if callable(info):
+        try:
+            facts = info()
+        except Exception:  # noqa: BLE001 - a custom LM's hook failing means "no identity", not a crash
+            return {}
+        if isinstance(facts, dict) and facts:
+            return {str(k): _plain(v) for k, v in facts.items()}
+    return {}
+
+
+def _endpoint_identity(base_url: str | None) -> str | None:
+    """The endpoint as part of a tutor's identity: scheme, host and path. A loopback server's port
+    is left out (``edufair demo`` picks a free port each run, and the cache must still hit)."""
+    if not base_url:
+        return None
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(str(base_url))
+    host = (parts.hostname or "").lower()
+    netloc = "loopback" if host in _LOOPBACK_HOSTS else parts.netloc.lower()
+    return f"{parts.scheme}://{netloc}{parts.path.rstrip('/')}"
+
+
+def _plain(value: Any) -> Any:
+    return value if isinstance(value, (str, int, float, bool)) else str(value)
+
+
+def evaluation_output_path() -> str | None:
+    """``--output_path`` of the running evaluation: the ``output_path`` of the EvaluationTracker
+    that ``simple_evaluate`` received (the lm_eval CLI always passes one); None without it."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "simple_evaluate" and frame.f_globals.get("__name__") == "lm_eval.evaluator":
+            tracker = frame.f_locals.get("evaluation_tracker")
+            path = getattr(tracker, "output_path", None)
+            return str(path) if path else None
+        frame = frame.f_back
+    return None

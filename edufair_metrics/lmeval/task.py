@@ -27,18 +27,21 @@ from edufair_metrics.judge.settings import load_judge_settings
 from edufair_metrics.lmeval.harness import (
     answer_placeholders_locally,
     api_seed,
+    evaluation_output_path,
     find_harness_lm,
     harness_seeds,
     install_excepthook,
+    is_api_model,
+    tutor_identity,
     unwrap,
     warn_if_unbatched,
 )
 from edufair_metrics.lmeval.models import HarnessModel, build_student, endpoint_of, identity, prompt_text
-from edufair_metrics.preflight import check_reachable, preflight_enabled
+from edufair_metrics.preflight import check_output_path, check_reachable, openai_key_exposure, preflight_enabled
 from edufair_metrics.protocol import protocol_hash
 from edufair_metrics.provenance import record_provenance, run_provenance
 from edufair_metrics.records import ALL_METRICS, STOP_STUDENT_FAILED, STOP_TUTOR_FAILED, TASK_DOMAINS
-from edufair_metrics.settings import resolve_runner_settings
+from edufair_metrics.settings import reject_secrets_in_task_metadata, resolve_runner_settings
 
 log = logging.getLogger("edufair")
 
@@ -66,6 +69,7 @@ class EduFairTask(ConfigurableTask):
         self.domain = cell.get("domain")
         if self.domain not in TASK_DOMAINS.values():
             raise EduFairError(f"{config.get('task')}: unknown domain '{self.domain}'")
+        reject_secrets_in_task_metadata(config.get("metadata"))
         self.settings = resolve_runner_settings(yaml_block, config.get("metadata") or {})
         # The judge filter gets the same merged settings; `enabled: false` records every label as
         # missing (judge_disabled), e.g. for --predict_only.
@@ -78,6 +82,7 @@ class EduFairTask(ConfigurableTask):
         # student/judge endpoints (one line naming the endpoint).
         judge_url = load_judge_settings(metadata=self.settings.judge).base_url if self.settings.judge_enabled else None
         super().__init__(config=config)  # loads the bank and checks the levels: static input first
+        check_output_path(evaluation_output_path())  # before any dialogue: results must be savable
         student = self.settings.student
         student_url = endpoint_of(student.model, student.model_args)  # also: is the student model known?
         if preflight_enabled(self.settings.preflight):
@@ -92,6 +97,12 @@ class EduFairTask(ConfigurableTask):
         from edufair_metrics.protocol import expand_documents
 
         items = load_bank(self.domain, self.settings.bank_dir)
+        self._sample_provenance = None
+        if self.settings.sample is not None:
+            # the paper's fixed stratified subsample: the same questions for every tutor and condition
+            selected = self.settings.sample.select(items)
+            self._sample_provenance = self.settings.sample.provenance(items, selected)
+            items = selected
         levels = list(self.settings.levels) if self.settings.levels is not None else None
         docs = expand_documents(items, self.condition, levels)
         if not docs:
@@ -113,6 +124,13 @@ class EduFairTask(ConfigurableTask):
     ) -> None:
         tutor_lm = find_harness_lm(chat_template)
         warn_if_unbatched(tutor_lm)
+        student_url = endpoint_of(self.settings.student.model, self.settings.student.model_args)
+        exposed = openai_key_exposure({"tutor": getattr(unwrap(tutor_lm), "base_url", None) if is_api_model(tutor_lm) else None,
+                                       "student": student_url})
+        if exposed:
+            log.warning("edufair: OPENAI_API_KEY is set, and lm-eval sends it to the %s endpoint(s) and prints it in its "
+                        "HTTP error messages; give the judge its key in EDUFAIR_JUDGE_API_KEY and unset OPENAI_API_KEY "
+                        "unless those endpoints need it", " and ".join(exposed))
         if not apply_chat_template:
             log.info("edufair: dialogues are always rendered with each model's own chat template")
         doc_pairs = list(self.doc_iterator(rank=rank, limit=limit, samples=samples, world_size=world_size))
@@ -122,10 +140,17 @@ class EduFairTask(ConfigurableTask):
         student_cfg = self.settings.student
         student_gk = dict(student_cfg.generation_kwargs)
         meta = self.config.metadata or {}
-        tutor_id = identity(type(unwrap(tutor_lm)).__name__, {k: v for k, v in meta.items() if k not in _NOT_MODEL_ARGS})
+        tutor_id, tutor_id_source = tutor_identity(tutor_lm, {k: v for k, v in meta.items() if k not in _NOT_MODEL_ARGS})
         student_id = identity(student_cfg.model, student_cfg.model_args)
         cache = self.settings.cache.open()
-        tutor = CachedGenerator(HarnessModel(tutor_lm), "tutor", tutor_id, cache)
+        tutor_cache = cache
+        if cache is not None and tutor_id is None:
+            tutor_cache = None
+            log.warning("edufair: %s: the tutor (%s) has no identity EduFair can read (no model name, path or "
+                        "model_args): its turns are not cached, so that another tutor can never receive them",
+                        self.config.task, type(unwrap(tutor_lm)).__name__)
+        tutor_id = tutor_id or {"kind": type(unwrap(tutor_lm)).__name__, "model_args": {}}
+        tutor = CachedGenerator(HarnessModel(tutor_lm), "tutor", tutor_id, tutor_cache)
         student = CachedGenerator(HarnessModel(build_student(student_cfg.to_dict())), "student", student_id, cache)
 
         from edufair_metrics.bank import bank_path
@@ -135,10 +160,11 @@ class EduFairTask(ConfigurableTask):
             bank_file=bank_path(self.domain, self.settings.bank_dir),
             domain=self.domain,
             judge_prompts_file=judge_prompts_path(),
-            models={"tutor": tutor_id, "student": student_id},
+            models={"tutor": {**tutor_id, "identity_source": tutor_id_source}, "student": student_id},
             decoding={"tutor": tutor_gk, "student": student_gk},
             max_tutor_turns=self.settings.max_tutor_turns,
             seeds={**harness_seeds(), "tutor_api_seed": api_seed(tutor_lm)},
+            sample=getattr(self, "_sample_provenance", None),
         )
         states = [DialogueState(doc=doc) for _, doc in doc_pairs]
         max_turns = self.settings.max_tutor_turns

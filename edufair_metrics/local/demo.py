@@ -56,6 +56,9 @@ def lm_eval_command(opts: DemoOptions, out: Path, base_url: str, model: str, lim
             "judge": {
                 "base_url": base_url, "model": model, "structured_output": "json_object",
                 "max_tokens": opts.judge_max_tokens, "concurrency": 1, "max_retries": 2, "timeout_s": 300,
+                # SmolLM2 has no reasoning mode: send no reasoning_effort (recorded as null). Any
+                # other --endpoint keeps the paper's default ("low").
+                **({} if opts.endpoint else {"reasoning_effort": None}),
             },
         }
     }

@@ -111,3 +111,58 @@ def test_report_refuses_other_protocol_version_cli(tmp_path):
     line = _last_line(r.stderr)
     assert "protocol version" in line and "edufair-bench-0" in line, line
     assert not out.exists() or not any(out.rglob("*"))
+
+
+def _run_expecting_one_line(tmp_path, fake, argv, env=None):
+    before = fake.srv.calls
+    r = run_cli(argv, env or cli_env(tmp_path / "cache"), tmp_path)
+    assert r.returncode != 0, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr
+    assert fake.srv.calls == before, "no model call may happen before the check"
+    line = _last_line(r.stderr)
+    assert line.startswith("edufair: error: "), line
+    return line
+
+
+def test_output_path_under_a_file_stops_before_any_model_call(tmp_path, fake):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    argv = lm_eval_argv(fake.url, write_bank(tmp_path / "bank"), blocker / "out")
+    line = _run_expecting_one_line(tmp_path, fake, argv)
+    assert "--output_path" in line and "is a file" in line, line
+
+
+@pytest.mark.skipif(sys.platform == "win32" or __import__("os").geteuid() == 0, reason="root can write anywhere")
+def test_unwritable_output_path_stops_before_any_model_call(tmp_path, fake):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        argv = lm_eval_argv(fake.url, write_bank(tmp_path / "bank"), locked / "out")
+        line = _run_expecting_one_line(tmp_path, fake, argv)
+        assert "not writable" in line and str(locked) in line, line
+    finally:
+        locked.chmod(0o700)
+
+
+def test_more_bad_inputs_are_one_line(tmp_path, fake):
+    bank = write_bank(tmp_path / "bank")
+    # edufair.levels: [] is an error, not "all levels"
+    line = _run_expecting_one_line(tmp_path, fake, lm_eval_argv(fake.url, bank, tmp_path / "o1", extra={"levels": []}))
+    assert "levels is empty" in line, line
+    # a bank file that is not UTF-8 names the file and line
+    bad = write_bank(tmp_path / "bank-latin1")
+    (bad / "physics.jsonl").write_bytes('{"id": "q1", "question": "Qu\u00e9?"}\n'.encode("latin-1"))
+    line = _run_expecting_one_line(tmp_path, fake, lm_eval_argv(fake.url, bad, tmp_path / "o2"))
+    assert "physics.jsonl:1" in line and "UTF-8" in line, line
+    # a cache folder that cannot be created
+    blocker = tmp_path / "cache-file"
+    blocker.write_text("x")
+    line = _run_expecting_one_line(tmp_path, fake, lm_eval_argv(fake.url, bank, tmp_path / "o3"),
+                                   env=cli_env(blocker / "sub"))
+    assert "cache" in line and str(blocker) in line, line
+    # malformed JSON names line and column
+    broken = write_bank(tmp_path / "bank-json")
+    (broken / "physics.jsonl").write_text('{"id": "q1", "question": }\n')
+    line = _run_expecting_one_line(tmp_path, fake, lm_eval_argv(fake.url, broken, tmp_path / "o4"))
+    assert "physics.jsonl:1:26:" in line and "malformed JSON" in line, line  # file:line:column

@@ -167,6 +167,31 @@ def test_repo_config_defaults():
     assert (s.temperature, s.max_tokens, s.concurrency, s.max_retries, s.structured_output) == (0.0, 2048, 8, 4, "off")
 
 
+def test_reasoning_effort_is_the_papers_low_sent_as_a_request_field(tmp_path, monkeypatch):
+    # Paper App. F: "Reasoning: low". vLLM's gpt-oss server reads the request field, not prompt text.
+    s = load_judge_settings()
+    assert s.reasoning_effort == "low"
+    assert s.output_identity()["reasoning_effort"] == "low"  # part of every judge cache key
+    assert s.public_dict()["reasoning_effort"] == "low"  # provenance
+    cfg = tmp_path / "j.yaml"
+    cfg.write_text("judge:\n  base_url: http://x/v1\n  reasoning_effort: null\n")
+    assert load_judge_settings(config_path=cfg).reasoning_effort is None  # null in a file = send nothing
+    assert load_judge_settings(metadata={"reasoning_effort": None}).reasoning_effort is None
+    assert load_judge_settings(cli={"reasoning_effort": None}).reasoning_effort == "low"  # flag not given
+    assert load_judge_settings(cli={"reasoning_effort": "none"}).reasoning_effort is None
+    for bad in ({"reasoning_effort": "extreme"}, {"extra_body": {"reasoning_effort": "low"}}):
+        with pytest.raises(EduFairError, match="reasoning_effort"):
+            load_judge_settings(metadata=bad)
+    monkeypatch.setenv("EDUFAIR_JUDGE_REASONING_EFFORT", "high")
+    assert load_judge_settings().reasoning_effort == "high"
+
+
+def test_no_reasoning_effort_field_when_null(srv):
+    out = judge_transcripts([make_transcript()], settings_for(srv, reasoning_effort=None), progress=False)
+    assert out[0][0].status == JUDGE_OK
+    assert "reasoning_effort" not in srv.requests[0].body
+
+
 def test_settings_errors_are_one_line(tmp_path, monkeypatch):
     empty = tmp_path / "empty.yaml"
     empty.write_text("{}\n")
@@ -192,7 +217,7 @@ def test_settings_errors_are_one_line(tmp_path, monkeypatch):
 
 def test_public_dict_has_no_key(monkeypatch):
     monkeypatch.setenv("EDUFAIR_JUDGE_API_KEY", SECRET)
-    s = load_judge_settings(metadata={"extra_body": {"reasoning_effort": "low"}})
+    s = load_judge_settings(metadata={"extra_body": {"top_k": 1}})
     d = s.public_dict()
     assert SECRET not in json.dumps(d)
     assert d["api_key_env"] == "EDUFAIR_JUDGE_API_KEY"
@@ -212,7 +237,7 @@ def test_structured_output_forms():
 
 def test_valid_labels_and_request_parameters(srv):
     t = make_transcript()
-    s = settings_for(srv, structured_output="json_object", extra_body={"reasoning_effort": "low"})
+    s = settings_for(srv, structured_output="json_object", extra_body={"top_k": 1})
     summary = {}
     out = judge_transcripts([t], s, progress=False, summary=summary)
     assert [j.status for j in out[0]] == [JUDGE_OK, JUDGE_OK]
@@ -221,7 +246,7 @@ def test_valid_labels_and_request_parameters(srv):
     body = srv.requests[0].body
     assert body["model"] == "fake-judge" and body["temperature"] == 0 and body["max_tokens"] == 2048
     assert body["response_format"] == {"type": "json_object", "schema": JUDGE_JSON_SCHEMA}
-    assert body["reasoning_effort"] == "low"
+    assert body["reasoning_effort"] == "low" and body["top_k"] == 1
     assert srv.requests[0].headers["authorization"] == "Bearer EMPTY"
 
 

@@ -40,6 +40,11 @@ def test_implicit_name_sentence_matches_appendix_c(paper_lines):
     example = _paper_line_after(paper_lines, "Implicit Name Prompt (example)")
     prompts = load_protocol()["prompts"]
     assert example == prompts["tutor_age"] + " " + prompts["implicit_name"]
+    # and the composed prompt begins with exactly the paper's example, for every name
+    for lv in condition_levels("implicit"):
+        sp = system_prompts(lv, "physics")
+        expected = example.replace("{GRADE}", "8").replace("{DOMAIN}", "physics").replace("{NAME}", lv.attributes["name"])
+        assert sp.tutor.startswith(expected + " "), lv.level
 
 
 def test_level_values_match_appendix_c(paper_lines):
@@ -77,8 +82,10 @@ def test_language_framing_sentence():
 def test_implicit_and_opposite_composition():
     wei = next(lv for lv in condition_levels("implicit") if lv.level == "wei")
     sp = system_prompts(wei, "chemistry")
-    assert sp.tutor.startswith("This is a Grade 8 student taking a chemistry class. You are a tutor")
-    assert sp.tutor.endswith("The student’s name is Wei.")
+    # §3.2.1 / App. C.2: the name sentence comes directly after the age sentence, before the
+    # behaviour prompt (as early in the prompt as Explicit's framing sentence).
+    assert sp.tutor.startswith("This is a Grade 8 student taking a chemistry class. The student’s name is Wei. You are a tutor")
+    assert sp.tutor.count("Wei") == 1 and sp.tutor.endswith("or any reasoning tags.")
     assert "Wei" not in sp.student
     mismatch = next(lv for lv in condition_levels("opposite") if lv.level == "s_female_t_male")
     sp = system_prompts(mismatch, "physics")
