@@ -38,6 +38,10 @@ class ScriptedChatLM(LM):
         self.gen_kwargs.append(dict(requests[0].args[1]) if requests else {})
         return [self.respond(msgs) for msgs in batch]
 
+    def get_model_info(self) -> dict:
+        # lm-eval's per-model info hook; EduFair's tutor cache identity reads it for custom LMs.
+        return {"script": f"{self.respond.__module__}.{self.respond.__qualname__}"}
+
     def loglikelihood(self, requests):  # pragma: no cover - not used by EduFair
         raise NotImplementedError
 
