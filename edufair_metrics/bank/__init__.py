@@ -16,10 +16,19 @@ from edufair_metrics.bank.common import BANK_VERSION
 
 DATA_DIR = Path(__file__).resolve().parent / "data"  # the shipped bank
 
-__all__ = ["load_bank", "validate_record", "bank_path", "BANK_VERSION", "SOURCES"]
+__all__ = ["load_bank", "validate_record", "bank_path", "domain_label", "BANK_VERSION", "SOURCES"]
 
 SOURCES = ("sciq", "socrateach", "gsm8k-proxy")
 _STRING_FIELDS = ("id", "domain", "question", "answer", "source")
+GSM8K_PROXY_LABEL = "mathematics (GSM8K proxy)"
+
+
+def domain_label(domain: str, source: str | None) -> str:
+    """The name a report prints for a domain: the GSM8K stand-in for SocraTeach must never be
+    mistaken for the paper's mathematics bank, so its items are labelled as a proxy."""
+    if domain == "mathematics" and source == "gsm8k-proxy":
+        return GSM8K_PROXY_LABEL
+    return domain
 
 
 def bank_path(domain: str, data_dir: str | Path | None = None) -> Path:

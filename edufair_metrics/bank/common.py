@@ -15,7 +15,12 @@ from edufair_metrics.errors import EduFairError
 
 BANK_VERSION = "1.0"
 DEFAULT_SEED = 0
-DEFAULT_PER_DOMAIN = 500
+# Default cap (most questions kept per domain; None = all that qualify) by the source that fills
+# the domain: SciQ "up to 500 questions are sampled per domain" (§3.1.2); SocraTeach is not capped
+# (the paper keeps all 907 qualifying questions); the GSM8K proxy, whose pool is ~2,500, is cut to
+# the paper's SocraTeach size so that the proxy bank (and its 30% API subsample, 272) has the
+# paper's shape.
+DEFAULT_CAPS: dict[str, int | None] = {"sciq": 500, "socrateach": None, "gsm8k-proxy": 907}
 
 T = TypeVar("T")
 
@@ -80,12 +85,12 @@ def clean_text(text: str) -> str:
     return _WS.sub(" ", text).strip()
 
 
-def seeded_sample(items: Sequence[T], k: int, seed: int) -> list[T]:
-    """Up to ``k`` items chosen with ``random.Random(seed)`` (stable across CPython 3
-    versions), returned in their original order."""
-    if k < 0:
-        raise EduFairError(f"--per-domain must be >= 0 (got {k})")
-    if len(items) <= k:
+def seeded_sample(items: Sequence[T], k: int | None, seed: int) -> list[T]:
+    """Up to ``k`` items (``None``: all) chosen with ``random.Random(seed)`` (stable across
+    CPython 3 versions), returned in their original order."""
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 0):
+        raise EduFairError(f"a bank cap must be a whole number >= 0 or none (got {k!r})")
+    if k is None or len(items) <= k:
         return list(items)
     idx = sorted(random.Random(seed).sample(range(len(items)), k))
     return [items[i] for i in idx]

@@ -10,8 +10,8 @@ appears as a number in the question, because the answer detector would then fire
 tutor restates the problem.
 
 Split: GSM8K ``train`` (7,473 problems). SocraTeach's ~7,973 GSM8K problems are mostly train
-problems, so train is the closer proxy, and its multi-step pool (~2,600) leaves room for 500;
-the test split (1,319) has only ~480 after the filters. Up to ``per_domain`` problems are drawn
+problems, so train is the closer proxy, and its multi-step pool (~2,500) leaves room for the
+paper's 907; the test split (1,319) has only ~480 after the filters. Up to ``cap`` problems are drawn
 with ``random.Random(seed)`` and written in file order.
 """
 
@@ -33,6 +33,7 @@ DOMAIN = "mathematics"
 DEFAULT_SPLIT = "train"
 MIN_CALC_STEPS = 4
 MIN_SOLUTION_LINES = 4
+FUNNEL_STEPS = ("pool", "multistep", "answer_not_in_question", "sampled")
 _CALC_RE = re.compile(r"<<[^<>]*>>")
 
 
@@ -82,7 +83,7 @@ def gold_answer(solution: str, where: str = "") -> str:
     return canonical_number(solution.split("####")[-1], where)
 
 
-def build_gsm8k(path: str | Path, per_domain: int, seed: int, split: str = DEFAULT_SPLIT) -> Gsm8kResult:
+def build_gsm8k(path: str | Path, cap: int | None, seed: int, split: str = DEFAULT_SPLIT) -> Gsm8kResult:
     file = resolve_file(path, split)
     rows = load_gsm8k(file)
     stats: dict[str, Any] = {"pool": len(rows)}
@@ -96,7 +97,7 @@ def build_gsm8k(path: str | Path, per_domain: int, seed: int, split: str = DEFAU
             continue
         candidates.append((lineno, row, answer, forms))
     stats["answer_not_in_question"] = len(candidates)
-    chosen = seeded_sample(candidates, per_domain, seed)
+    chosen = seeded_sample(candidates, cap, seed)
     stats["sampled"] = len(chosen)
     items = [_to_item(split, lineno, row, answer, forms) for lineno, row, answer, forms in chosen]
     return Gsm8kResult(items=items, stats=stats, source_file=str(file), source_sha256=sha256_file(file))
@@ -123,7 +124,7 @@ def _to_item(split: str, lineno: int, row: dict[str, str], answer: str, forms: l
     )
 
 
-def parameters(per_domain: int, seed: int, split: str = DEFAULT_SPLIT) -> dict[str, Any]:
+def parameters(cap: int | None, seed: int, split: str = DEFAULT_SPLIT) -> dict[str, Any]:
     return {
         "split": split,
         "proxy_filter": (
@@ -133,6 +134,6 @@ def parameters(per_domain: int, seed: int, split: str = DEFAULT_SPLIT) -> dict[s
         "min_calc_steps": MIN_CALC_STEPS,
         "min_solution_lines": MIN_SOLUTION_LINES,
         "drop_answer_in_question": True,
-        "per_domain": per_domain,
+        "cap": cap,
         "seed": seed,
     }

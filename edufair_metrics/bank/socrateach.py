@@ -46,6 +46,10 @@ MIN_EXCHANGES = 4
 MIN_ERRORS = 2
 MIN_CORRECT_AFTER_LAST_ERROR = 1
 
+FUNNEL_STEPS = (
+    "problems", "problems_unparsable_answer", "dialogues", "dialogues_min_exchanges", "dialogues_min_errors",
+    "dialogues_correct_after_last_error", "dialogues_no_disclosure", "problems_kept", "sampled",
+)
 ERROR, PARTIAL, CORRECT, OTHER = "error", "partial", "correct", "other"
 _PARTIAL_RE = re.compile(r"partial|incomplete")
 _ERROR_RE = re.compile(r"incorrect|wrong|error|mistake|misconception")
@@ -212,7 +216,7 @@ def parse_answer(answer: Any, where: str = "") -> str:
 
 
 def build_socrateach(
-    problems: dict[str, Any], per_domain: int, seed: int, source_file: str = "", source_sha256: str | None = None
+    problems: dict[str, Any], cap: int | None, seed: int, source_file: str = "", source_sha256: str | None = None
 ) -> SocraTeachResult:
     stats: dict[str, Any] = {
         "problems": len(problems),
@@ -254,7 +258,7 @@ def build_socrateach(
         if kept:
             candidates.append((pid, problem, question, answer, forms, kept, len(dialogues)))
     stats["problems_kept"] = len(candidates)
-    chosen = seeded_sample(candidates, per_domain, seed)
+    chosen = seeded_sample(candidates, cap, seed)
     stats["sampled"] = len(chosen)
     items = [
         BankItem(
@@ -277,7 +281,7 @@ def build_socrateach(
     return SocraTeachResult(items=items, stats=stats, source_file=source_file, source_sha256=source_sha256)
 
 
-def parameters(per_domain: int, seed: int) -> dict[str, Any]:
+def parameters(cap: int | None, seed: int) -> dict[str, Any]:
     return {
         "min_exchanges": MIN_EXCHANGES,
         "min_student_errors": MIN_ERRORS,
@@ -286,6 +290,6 @@ def parameters(per_domain: int, seed: int) -> dict[str, Any]:
         "user_type_mapping": "partial|incomplete -> partial; incorrect|wrong|error|mistake|misconception -> error; "
         "correct|right -> correct; else other",
         "problem_kept_if": "at least one dialogue passes",
-        "per_domain": per_domain,
+        "cap": cap,
         "seed": seed,
     }

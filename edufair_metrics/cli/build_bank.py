@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from edufair_metrics.bank.common import DEFAULT_PER_DOMAIN, DEFAULT_SEED
+from edufair_metrics.bank.common import DEFAULT_CAPS, DEFAULT_SEED
+from edufair_metrics.bank.sciq import DEFAULT_VARIANT, VARIANTS
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +28,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="DIR", help="output folder (default: the shipped edufair_metrics/bank/data)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"sampling seed (default {DEFAULT_SEED})")
     parser.add_argument(
-        "--per-domain", type=int, default=DEFAULT_PER_DOMAIN, help=f"at most this many questions per domain (default {DEFAULT_PER_DOMAIN})"
+        "--cap",
+        action="append",
+        metavar="DOMAIN=N",
+        help="at most N questions for DOMAIN ('all' or 'none': no cap); repeatable. Defaults by source: "
+        f"SciQ {DEFAULT_CAPS['sciq']}, SocraTeach all (the paper's 907), GSM8K proxy {DEFAULT_CAPS['gsm8k-proxy']}",
+    )
+    parser.add_argument(
+        "--per-domain", type=int, default=None, metavar="N", help="one cap for every domain without a --cap (default: per source, see --cap)"
+    )
+    parser.add_argument(
+        "--sciq-variant",
+        default=DEFAULT_VARIANT,
+        choices=sorted(VARIANTS),
+        metavar="NAME",
+        help=f"reading of the paper's SciQ pipeline: {', '.join(VARIANTS)} (default {DEFAULT_VARIANT}; see edufair_metrics/bank/data/README.md)",
+    )
+    parser.add_argument(
+        "--compare-sciq-variants",
+        action="store_true",
+        help="also run every SciQ variant and write their funnels to sciq_variants.json and the bank README (slow)",
     )
     parser.add_argument(
         "--domains", nargs="+", metavar="DOMAIN", help="subset of mathematics physics chemistry (default: all)"
@@ -35,7 +55,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from edufair_metrics.bank.build import build_bank, parse_domains
+    from edufair_metrics.bank.build import build_bank, parse_caps, parse_domains
 
     if args.out is None:
         from edufair_metrics.bank import DATA_DIR
@@ -44,6 +64,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         out = args.out
     domains = parse_domains(args.domains)
+    caps = parse_caps(args.cap)
 
     def log(msg: str) -> None:
         print(f"build-bank: {msg}", file=sys.stderr, flush=True)
@@ -53,6 +74,9 @@ def main(args: argparse.Namespace) -> int:
         domains=domains,
         seed=args.seed,
         per_domain=args.per_domain,
+        caps=caps,
+        sciq_variant=args.sciq_variant,
+        compare_sciq_variants=args.compare_sciq_variants,
         sciq_path=args.sciq,
         gsm8k_path=args.gsm8k,
         socrateach_path=args.socrateach,

@@ -17,6 +17,7 @@ from edufair_metrics.protocol.answer_match import mentions_answer, normalize_ans
 from edufair_metrics.bank import load_bank
 from edufair_metrics.bank import gsm8k, sciq
 from edufair_metrics.bank.build import build_bank
+from edufair_metrics.bank.common import DEFAULT_CAPS
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.records import DOMAINS, GRADES
 from lm_eval_tasks import DATA_DIR
@@ -58,8 +59,9 @@ def test_shipped_bank_loads_and_matches_manifest(domain):
     raw = (DATA_DIR / f"{domain}.jsonl").read_bytes()
     assert entry["count"] == len(items) > 0
     assert entry["sha256"] == hashlib.sha256(raw).hexdigest()
-    assert entry["seed"] == 0 and entry["parameters"]["per_domain"] == 500
-    assert len(items) <= 500
+    cap = DEFAULT_CAPS[entry["source"]]
+    assert entry["seed"] == 0 and entry["parameters"]["cap"] == cap
+    assert cap is None or len(items) <= cap
     assert len({it.id for it in items}) == len(items)
     assert all(it.domain == domain and it.grade == GRADES[domain] for it in items)
     assert all(it.id.startswith(f"{domain}-{it.source}-") for it in items)
@@ -90,7 +92,9 @@ def test_shipped_sciq_items_respect_filters(domain):
 def test_shipped_math_is_gsm8k_proxy_with_multistep_solutions():
     items = load_bank("mathematics")
     entry = _manifest()["files"]["mathematics.jsonl"]
-    assert entry["source"] == "gsm8k-proxy" and len(items) == 500
+    # the proxy has the paper's SocraTeach size (907; its 30% API subsample is the paper's 272)
+    assert entry["source"] == "gsm8k-proxy" and len(items) == DEFAULT_CAPS["gsm8k-proxy"] == 907
+    assert entry["counts"]["answer_not_in_question"] > 907  # a real cap, not the whole pool
     for it in items:
         assert it.source == "gsm8k-proxy"
         calc, lines = gsm8k.solution_steps(it.meta["solution"])
@@ -116,7 +120,8 @@ def test_licences_are_verbatim_copies():
 @needs_gsm8k
 @pytest.mark.parametrize(
     "name",
-    ["physics.jsonl", "chemistry.jsonl", "mathematics.jsonl", "manifest.json", "README.md", "LICENSE-SciQ.txt", "LICENSE-GSM8K.txt"],
+    ["physics.jsonl", "chemistry.jsonl", "mathematics.jsonl", "manifest.json", "README.md", "LICENSE-SciQ.txt",
+     "LICENSE-GSM8K.txt", "sciq_variants.json"],
 )
 @pytest.mark.slow
 def test_rebuild_equals_shipped_byte_for_byte(rebuilt, name):
@@ -133,19 +138,37 @@ def test_sciq_extracted_folder_gives_same_items(tmp_path, rebuilt):
     for name in ("physics.jsonl", "chemistry.jsonl"):
         assert (out / name).read_bytes() == (rebuilt / name).read_bytes()
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["files"]["physics.jsonl"]["source_file"] == "train.json"
+    assert manifest["files"]["physics.jsonl"]["source_file"] == "sciq"  # the folder: several split files
     assert "mathematics.jsonl" not in manifest["files"]  # only the requested domains
 
 
 @pytest.mark.slow
 @needs_sciq
 def test_sciq_pipeline_counts(rebuilt):
-    counts = json.loads((rebuilt / "manifest.json").read_text())["files"]["physics.jsonl"]["counts"]
-    assert counts["pool"] == 11679  # the paper's pool: SciQ train
-    assert counts["after_empty_support"] == 10481  # SciQ readme: 10,481 train items have support
+    entry = json.loads((rebuilt / "manifest.json").read_text())["files"]["physics.jsonl"]
+    counts = entry["counts"]
+    # the shipped reading loads the whole release; the train split is §3.1.2's 11,679
+    assert entry["parameters"]["variant"] == sciq.DEFAULT_VARIANT
+    assert counts["pool_by_split"] == {"train": 11679, "valid": 1000, "test": 1000}
+    assert counts["pool"] == 13679
+    assert counts["after_empty_support"] == 10481 + 887 + 884  # SciQ readme: items with support
     assert counts["after_definitional"] < counts["after_empty_support"]
-    assert counts["sampled"]["physics"] == min(500, counts["kept_by_confidence"]["physics"])
-    assert counts["sampled"]["chemistry"] == min(500, counts["kept_by_confidence"]["chemistry"])
+    for d in ("physics", "chemistry"):
+        assert counts["distinct"][d] <= counts["answer_not_in_question"][d] <= counts["kept_by_confidence"][d]
+        assert counts["sampled"][d] == min(500, counts["distinct"][d])
+    assert counts["kept_by_confidence"]["physics"] >= 500  # the paper's physics count (150 = 30%)
+
+
+@pytest.mark.slow
+@needs_sciq
+def test_shipped_variant_comparison_is_reproducible(tmp_path):
+    """``sciq_variants.json`` (what the bank README reports) is what the builder computes today."""
+    from edufair_metrics.bank.build import compare_sciq
+
+    shipped = json.loads((DATA_DIR / "sciq_variants.json").read_text(encoding="utf-8"))
+    fresh = compare_sciq(SCIQ_ZIP, shipped["caps"], shipped["seed"], shipped["shipped"], lambda _m: None)
+    assert json.loads(json.dumps(fresh)) == shipped
+    assert set(shipped["variants"]) == set(sciq.VARIANTS) and shipped["shipped"] == sciq.DEFAULT_VARIANT
 
 
 @pytest.mark.slow
@@ -162,6 +185,7 @@ def test_rebuild_one_domain_keeps_other_manifest_entries(tmp_path):
     build_bank(tmp_path, domains=["mathematics"], gsm8k_path=GSM8K_DIR, per_domain=20)
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["files"]["mathematics.jsonl"]["count"] == 20
+    assert manifest["files"]["mathematics.jsonl"]["parameters"]["cap"] == 20
     assert manifest["files"]["physics.jsonl"] == _manifest()["files"]["physics.jsonl"]
 
 
@@ -169,12 +193,17 @@ def test_rebuild_one_domain_keeps_other_manifest_entries(tmp_path):
 
 
 def test_weak_label_rules():
-    assert sciq.weak_label("The net force changes its velocity.") == "physics"
-    assert sciq.weak_label("An acid-base reaction forms molecules") == "chemistry"
-    assert sciq.weak_label("Cells contain DNA") == "biology"
-    assert sciq.weak_label("Forces and molecules") is None  # tie -> excluded from training
-    assert sciq.weak_label("The sun rises in the east") is None  # no keyword
-    assert sciq.weak_label("cellular excellence") is None  # whole words only
+    v1 = sciq.variant_options("v1-first-builder")
+    assert sciq.weak_label("The net force changes its velocity.", v1) == "physics"
+    assert sciq.weak_label("An acid-base reaction forms molecules", v1) == "chemistry"
+    assert sciq.weak_label("Cells contain DNA", v1) == "biology"
+    assert sciq.weak_label("Forces and molecules", v1) is None  # tie -> excluded from training
+    assert sciq.weak_label("The sun rises in the east", v1) is None  # no keyword
+    assert sciq.weak_label("cellular excellence", v1) is None  # whole words only
+    # the shipped reading (App. E's plain heuristic): substrings, first listed domain with a hit
+    assert sciq.weak_label("Forces and molecules") == "physics"
+    assert sciq.weak_label("cellular excellence") == "biology"
+    assert sciq.weak_label("The sun rises in the east") is None
 
 
 def test_definitional_filter():

@@ -94,13 +94,13 @@ def test_parse_answer():
 
 
 def test_build_keeps_problems_with_a_passing_dialogue(problems):
-    result = st.build_socrateach(problems, per_domain=500, seed=0)
+    result = st.build_socrateach(problems, cap=None, seed=0)
     assert [it.meta["socrateach_id"] for it in result.items] == ["GSM8K_train_1", "MAWPS_train_6"]
     assert result.stats["dialogues"] == 7 and result.stats["problems_kept"] == 2
     first = result.items[0]
     assert first.source == "socrateach" and first.grade == 9 and first.answer == "14"
     assert first.meta["dialogues_passing"] == 1 and first.meta["dialogues_total"] == 2
-    assert st.build_socrateach(problems, per_domain=1, seed=0).stats["sampled"] == 1
+    assert st.build_socrateach(problems, cap=1, seed=0).stats["sampled"] == 1
 
 
 def test_build_bank_with_socrateach_replaces_the_proxy(tmp_path):
