@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any, Iterable, Mapping
 
 
 class FailureKind(str, Enum):
@@ -21,6 +24,7 @@ class FailureKind(str, Enum):
     BAD_BODY = "bad_body"  # the response is not a valid completion (malformed JSON, no choices)
     # the model answered, but not with something usable
     EMPTY_OUTPUT = "empty_output"  # null or blank message content
+    EMPTY_VISIBLE_TURN = "empty_visible_turn"  # only reasoning (e.g. a <think> block cut off by the token limit)
     PROMPT_TOO_LONG = "prompt_too_long"  # the conversation no longer fits the model's context
     INVALID_JSON = "invalid_json"  # judge: not exactly one JSON object
     WRONG_FIELDS = "wrong_fields"  # judge: missing or extra fields
@@ -124,3 +128,139 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, CallFailure):
         return exc.detail[:500]
     return f"{type(exc).__name__}: {exc}"[:500]
+
+
+# ---- per-role call counts ----------------------------------------------------------------------
+
+ROLES = ("tutor", "student", "judge")
+
+
+@dataclass
+class CallCounts:
+    """How one role's calls went in a run, so a reader can see how flaky the endpoints were, also
+    when every failure was absorbed by a retry. A *request* is what one dialogue (or, for the
+    judge, one tutor turn) asked for; identical requests of the same turn are sent once as one
+    *distinct* request and its answer fanned out (the others are *coalesced*).
+
+    - ``requests`` = ``cached`` + ``coalesced`` + ``distinct``;
+    - ``sends``: how often distinct requests were sent (EduFair's attempts; each may hide lm-eval's
+      own HTTP retries for the tutor and student, which lm-eval does not report);
+    - ``retried``: distinct requests sent again after a failed attempt, ``recovered`` of them
+      finally answered;
+    - ``failed``: distinct requests that finally failed (``failed_by_kind``), including those never
+      sent because they cannot succeed (``prompt_too_long``);
+    - ``failed_attempts_by_kind``: every failed attempt, including those a retry recovered.
+    """
+
+    role: str
+    requests: int = 0
+    cached: int = 0
+    coalesced: int = 0
+    distinct: int = 0
+    sends: int = 0
+    retried: int = 0
+    recovered: int = 0
+    failed: int = 0
+    failed_by_kind: dict[str, int] = field(default_factory=dict)
+    failed_attempts_by_kind: dict[str, int] = field(default_factory=dict)
+    # API models only: every HTTP attempt, including lm-eval's own silent retries inside a send
+    http_attempts: int = 0
+    http_failed_by_kind: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()  # the judge counts from several worker threads
+
+    def add(self, **deltas: int) -> None:
+        with self._lock:
+            for name, n in deltas.items():
+                setattr(self, name, getattr(self, name) + n)
+
+    def attempt_failed(self, kind: "FailureKind | str") -> None:
+        with self._lock:
+            _bump(self.failed_attempts_by_kind, str(kind))
+
+    def http_attempt_failed(self, kind: "FailureKind | str") -> None:
+        with self._lock:
+            _bump(self.http_failed_by_kind, str(getattr(kind, "value", kind)))
+
+    def final_failure(self, kind: "FailureKind | str") -> None:
+        with self._lock:
+            self.failed += 1
+            _bump(self.failed_by_kind, str(kind))
+
+    def to_dict(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "role": self.role, "requests": self.requests, "cached": self.cached, "coalesced": self.coalesced,
+                "distinct": self.distinct, "sends": self.sends, "retried": self.retried,
+                "recovered": self.recovered, "failed": self.failed,
+                "failed_by_kind": dict(sorted(self.failed_by_kind.items())),
+                "failed_attempts_by_kind": dict(sorted(self.failed_attempts_by_kind.items())),
+                "http_attempts": self.http_attempts,
+                "http_failed_by_kind": dict(sorted(self.http_failed_by_kind.items())),
+            }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "CallCounts":
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        out = cls(**known)
+        out.failed_by_kind = dict(out.failed_by_kind)
+        out.failed_attempts_by_kind = dict(out.failed_attempts_by_kind)
+        out.http_failed_by_kind = dict(out.http_failed_by_kind)
+        return out
+
+    def merged(self, other: "CallCounts") -> "CallCounts":
+        """The sum of two counts of the same role (e.g. over the tasks of a run)."""
+        a, b = self.to_dict(), other.to_dict()
+        out = {k: a[k] + b[k] for k in a if isinstance(a[k], int)}
+        out["role"] = self.role
+        for name in ("failed_by_kind", "failed_attempts_by_kind", "http_failed_by_kind"):
+            merged = dict(a[name])
+            for kind, n in b[name].items():
+                merged[kind] = merged.get(kind, 0) + n
+            out[name] = dict(sorted(merged.items()))
+        return CallCounts.from_dict(out)
+
+
+def _bump(counts: dict[str, int], key: str, n: int = 1) -> None:
+    counts[key] = counts.get(key, 0) + n
+
+
+def sum_call_counts(counts: Iterable["CallCounts | Mapping[str, Any]"]) -> list[CallCounts]:
+    """One CallCounts per role (tutor, student, judge first, then any other), summed."""
+    by_role: dict[str, CallCounts] = {}
+    for c in counts:
+        c = c if isinstance(c, CallCounts) else CallCounts.from_dict(c)
+        by_role[c.role] = by_role[c.role].merged(c) if c.role in by_role else CallCounts.from_dict(c.to_dict())
+    order = [r for r in ROLES if r in by_role] + sorted(r for r in by_role if r not in ROLES)
+    return [by_role[r] for r in order]
+
+
+def _kinds(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "-"
+
+
+def call_counts_markdown(counts: Iterable["CallCounts | Mapping[str, Any]"],
+                         title: str = "Model calls per role") -> str:
+    """A markdown section with one row per role (counts of the same role are summed)."""
+    rows = sum_call_counts(counts)
+    lines = [
+        f"## {title}", "",
+        "requests = cached + coalesced (identical request of the same turn, answered once) + distinct; "
+        "sends = how often distinct requests were sent; retried = distinct requests sent again after a "
+        "failed attempt (recovered = then answered); failed = distinct requests that still failed. "
+        "Failed attempts count every failure, also those a retry recovered. HTTP attempts (API "
+        "models) include lm-eval's own retries inside a send, which lm-eval does not report.", "",
+        "| role | requests | cached | coalesced | distinct | sends | retried | recovered | failed | failed by kind "
+        "| failed attempts by kind | HTTP attempts | failed HTTP attempts by kind |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---|",
+    ]
+    for c in rows:
+        lines.append(
+            f"| {c.role} | {c.requests} | {c.cached} | {c.coalesced} | {c.distinct} | {c.sends} | {c.retried} | "
+            f"{c.recovered} | {c.failed} | {_kinds(c.failed_by_kind)} | {_kinds(c.failed_attempts_by_kind)} | "
+            f"{c.http_attempts or '-'} | {_kinds(c.http_failed_by_kind)} |"
+        )
+    if not rows:
+        lines.append("| (no calls recorded) | | | | | | | | | | | | |")
+    return "\n".join(lines) + "\n"

@@ -40,6 +40,9 @@ CONVERSATION_METRICS = (
     "tutor_student_word_ratio",
 )
 ALL_METRICS = PEDAGOGICAL_METRICS + CONVERSATION_METRICS
+# Judge-invariant metrics computed by edufair_metrics.detectors from the transcript alone (a third
+# metric kind in the grid: their own contrasts, headline and FDR family; never in the pedagogical headline).
+DETECTOR_METRICS = ("leak_rate_det", "independence_ratio")
 
 
 def _from_dict(cls, data: dict[str, Any]):
@@ -124,6 +127,10 @@ class Transcript:
     doc_id: int = -1
     error: str | None = None  # set when stop_reason is a failure: what went wrong
     error_kind: str | None = None  # its FailureKind value (edufair_metrics.failures)
+    # Which stop rule fired and on what text: {"rule", "turn_index", "span", "student_span",
+    # "student_turn_index"} (edufair_metrics.dialogue.state.StopEvidence); None for failed or
+    # unfinished dialogues and for transcripts written before it was recorded.
+    stop_evidence: dict[str, Any] | None = None
 
     @property
     def complete(self) -> bool:
@@ -180,7 +187,11 @@ def none_to_nan(x: Any) -> float:
 
 @dataclass
 class DialogueScores:
-    """The nine per-dialogue scores of one dialogue (NaN = no value: missing or not applicable)."""
+    """The nine per-dialogue scores of one dialogue (NaN = no value: missing or not applicable).
+
+    ``failed``: the dialogue was ended by a failed student or tutor call (its transcript carries an
+    error); by default the statistics leave it out, so its demographic pairs drop out
+    (``analysis.params.StatParams.keep_failed_dialogues``)."""
 
     question_id: str
     domain: str
@@ -190,8 +201,19 @@ class DialogueScores:
     scores: dict[str, float]
     tutor: str = ""  # tutor model identity, filled in by reports
     task: str = ""
-    missing_turns: int = 0  # tutor turns whose labels could not be obtained
-    judged_turns: int = 0  # tutor turns sent to the judge (missing ones included)
+    missing_turns: int = 0  # tutor turns sent to the judge whose labels could not be obtained
+    sent_turns: int = 0  # tutor turns sent to the judge (missing ones included)
+    failed: bool = False
+
+    @property
+    def labelled_turns(self) -> int:
+        """Tutor turns the judge labelled (sent minus missing)."""
+        return self.sent_turns - self.missing_turns
+
+    @property
+    def judged_turns(self) -> int:
+        """Old name of ``sent_turns`` (it counted turns *sent* to the judge, missing ones included)."""
+        return self.sent_turns
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -200,6 +222,10 @@ class DialogueScores:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "DialogueScores":
+        if "judged_turns" in data and "sent_turns" not in data:  # records written before the rename
+            data = {**data, "sent_turns": data["judged_turns"]}
         obj = _from_dict(cls, data)
         obj.scores = {k: none_to_nan(v) for k, v in obj.scores.items()}
+        obj.failed = bool(obj.failed)
         return obj
+

@@ -10,10 +10,10 @@ from edufair_metrics.analysis.aggregations import (
     count,
     nanmean,
 )
-from edufair_metrics.lmeval.task import HARNESS_PLACEHOLDER, EduFairTask, JudgeFilter, process_results
+from edufair_metrics.lmeval.task import HARNESS_PLACEHOLDER, EduFairTask, JudgeFilter, agg_call_counts, process_results
 
 __all__ = [
     "EduFairTask", "JudgeFilter", "process_results", "HARNESS_PLACEHOLDER",
     "agg_ped_abs_r", "agg_conv_abs_r", "agg_violations", "agg_missing_label_rate", "count", "nanmean",
-    "complete_dialogues",
+    "complete_dialogues", "agg_call_counts",
 ]

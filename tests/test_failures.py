@@ -14,7 +14,7 @@ import pytest
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
-from edufair_metrics.failures import CallFailure, FailureKind, classify, describe, kind_for_status
+from edufair_metrics.failures import CallCounts, CallFailure, FailureKind, call_counts_markdown, classify, describe, kind_for_status
 
 # the HTTP library of the installed openai client (openai>=3 ships it as httpx2)
 httpx = importlib.import_module("httpx2" if importlib.util.find_spec("httpx2") else "httpx")
@@ -176,3 +176,69 @@ def test_parse_stored_values():
     # records store the plain value
     assert str(FailureKind.HTTP_5XX) == "http_5xx" and json.dumps(FailureKind.HTTP_5XX) == '"http_5xx"'
     assert all(FailureKind.parse(k.value) is k for k in FailureKind)
+
+
+def test_empty_visible_turn_is_its_own_retryable_kind():
+    kind = FailureKind.parse("empty_visible_turn")
+    assert kind is FailureKind.EMPTY_VISIBLE_TURN and kind is not FailureKind.EMPTY_OUTPUT and kind.retryable
+
+
+def _counts(role: str, **kw) -> CallCounts:
+    c = CallCounts(role)
+    c.add(**kw)
+    return c
+
+
+def test_call_counts_round_trip_merge_and_kinds():
+    a = _counts("tutor", requests=10, cached=2, coalesced=3, distinct=5, sends=7, retried=2, recovered=1)
+    a.attempt_failed(FailureKind.HTTP_5XX)
+    a.attempt_failed("empty_output")
+    a.attempt_failed(FailureKind.HTTP_5XX)
+    a.final_failure(FailureKind.HTTP_5XX)
+    d = a.to_dict()
+    assert d["failed"] == 1 and d["failed_by_kind"] == {"http_5xx": 1}
+    assert d["failed_attempts_by_kind"] == {"empty_output": 1, "http_5xx": 2}
+    assert CallCounts.from_dict(json.loads(json.dumps(d))).to_dict() == d
+    b = _counts("tutor", requests=1, distinct=1, sends=3, retried=1)
+    b.final_failure("bad_body")
+    m = a.merged(b).to_dict()
+    assert (m["requests"], m["distinct"], m["sends"], m["retried"], m["failed"]) == (11, 6, 10, 3, 2)
+    assert m["failed_by_kind"] == {"bad_body": 1, "http_5xx": 1}
+    assert a.to_dict() == d  # merging does not change its inputs
+
+
+def test_call_counts_are_safe_to_count_from_threads():
+    import threading
+
+    c = CallCounts("judge")
+
+    def work():
+        for _ in range(2000):
+            c.add(requests=1)
+            c.attempt_failed("timeout")
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert c.requests == 8000 and c.failed_attempts_by_kind == {"timeout": 8000}
+
+
+def test_call_counts_markdown_sums_per_role_in_role_order():
+    tutor1 = _counts("tutor", requests=4, distinct=4, sends=5, retried=1, recovered=1)
+    tutor1.attempt_failed("empty_output")
+    tutor1.add(http_attempts=5)
+    tutor2 = _counts("tutor", requests=2, cached=2)
+    tutor2.add(http_attempts=2)
+    tutor2.http_attempt_failed("http_5xx")  # an lm-eval retry inside one send: seen only here
+    judge = _counts("judge", requests=3, coalesced=1, distinct=2, sends=2)
+    judge.final_failure("invalid_json")
+    student = {"role": "student", "requests": 9, "coalesced": 8, "distinct": 1, "sends": 1}
+    md = call_counts_markdown([judge, tutor1, student, tutor2])
+    rows = [ln for ln in md.splitlines() if ln.startswith("| ") and not ln.startswith("| role")]
+    assert [r.split("|")[1].strip() for r in rows] == ["tutor", "student", "judge"]
+    assert rows[0] == "| tutor | 6 | 2 | 0 | 4 | 5 | 1 | 1 | 0 | - | empty_output=1 | 7 | http_5xx=1 |"
+    assert rows[2] == "| judge | 3 | 0 | 1 | 2 | 2 | 0 | 0 | 1 | invalid_json=1 | - | - | - |"
+    assert md.startswith("## Model calls per role")
+    assert "(no calls recorded)" in call_counts_markdown([])

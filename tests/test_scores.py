@@ -7,7 +7,7 @@ import math
 import pytest
 
 from edufair_metrics.records import JUDGE_MISSING, JUDGE_OK, DialogueScores, Transcript, Turn, TurnJudgement
-from edufair_metrics.scores import conversation_metrics, count_words, score_dialogue
+from edufair_metrics.scores import conversation_metrics, count_words, score_dialogue, transcript_failed
 from tests.helpers.paths import PAPER_HTML
 
 
@@ -87,7 +87,7 @@ def test_rates_exclude_na_and_missing_and_nan_when_none_applicable():
         _ok(8, correction_tone=1, mistake_recognize=0, answer_leakage=1, scaffolding_guidance=1, actionability=1),
     ]
     s = score_dialogue(t, js)
-    assert s.judged_turns == 4 and s.missing_turns == 1
+    assert s.sent_turns == 4 and s.missing_turns == 1 and s.labelled_turns == 3
     # tone: turns 2 (0) and 8 (1); turn 4 N/A; turn 6 missing -> 1/2
     assert s.scores["corrective_tone"] == pytest.approx(0.5)
     assert s.scores["mistake_recognize"] == pytest.approx(0.5)  # 1, 0
@@ -100,17 +100,51 @@ def test_rates_exclude_na_and_missing_and_nan_when_none_applicable():
     assert s2.scores["answer_leakage"] == 0.0
     # all missing -> every pedagogical metric NaN, conversation metrics still computed
     s3 = score_dialogue(t, [TurnJudgement(i, JUDGE_MISSING, reason="judge disabled") for i in (2, 4, 6, 8)])
-    assert s3.missing_turns == 4 and s3.judged_turns == 4
+    assert s3.missing_turns == 4 and s3.sent_turns == 4 and s3.labelled_turns == 0
     assert all(math.isnan(s3.scores[m]) for m in ("corrective_tone", "mistake_recognize", "answer_leakage", "step_scaffolded", "actionability"))
     assert s3.scores["tutor_turns"] == 4.0
     # a tutor turn without any judgement counts as missing
     s4 = score_dialogue(t, js[:2])
-    assert s4.missing_turns == 2 and s4.judged_turns == 4
+    assert s4.missing_turns == 2 and s4.sent_turns == 4
     # round trip through JSON (NaN <-> None)
     d = s2.to_dict()
     assert d["scores"]["corrective_tone"] is None
     back = DialogueScores.from_dict(d)
     assert math.isnan(back.scores["corrective_tone"])
+
+
+def test_sent_turns_renamed_and_old_records_still_read():
+    """Issue 13.7: the count of turns *sent* to the judge is ``sent_turns`` (not "judged")."""
+    t = _t([("question", "Q"), ("student", "s1"), ("tutor", "t1"), ("student", "s2"), ("tutor", "t2")])
+    s = score_dialogue(t, [TurnJudgement(2, JUDGE_MISSING, reason="x")])
+    d = s.to_dict()
+    assert d["sent_turns"] == 2 and d["missing_turns"] == 2 and "judged_turns" not in d
+    assert s.labelled_turns == 0
+    old = {k: v for k, v in d.items() if k != "sent_turns"}
+    old["judged_turns"] = 2  # a record written before the rename
+    back = DialogueScores.from_dict(old)
+    assert back.sent_turns == 2 and back.judged_turns == 2 and back.labelled_turns == 0
+
+
+@pytest.mark.parametrize(
+    "stop,error,kind,failed",
+    [
+        ("max_turns", None, None, False),
+        ("answer_revealed", None, None, False),
+        ("student_failed", "student call failed", "http_5xx", True),
+        ("tutor_failed", "tutor call failed", "timeout", True),
+        ("tutor_failed", None, None, True),
+        ("max_turns", None, "empty_visible_turn", True),  # any recorded error kind is a failure
+        ("answer_confirmed", "empty visible turn", None, True),
+    ],
+)
+def test_failed_dialogues_are_flagged(stop, error, kind, failed):
+    t = _t([("question", "Q"), ("student", "s1"), ("tutor", "t1")], stop=stop)
+    t.error, t.error_kind = error, kind
+    s = score_dialogue(t, [_ok(2)])
+    assert s.failed is failed and transcript_failed(t) is failed and transcript_failed(t.to_dict()) is failed
+    assert DialogueScores.from_dict(s.to_dict()).failed is failed
+    assert not DialogueScores.from_dict({k: v for k, v in s.to_dict().items() if k != "failed"}).failed
 
 
 def test_judgement_for_non_tutor_turn_rejected():
@@ -167,7 +201,7 @@ def test_table4_calibration_dialogue_scores():
     assert s.scores["tutor_avg_word"] == pytest.approx(55.0)
     assert s.scores["tutor_question_rate"] == 1.0
     assert s.scores["tutor_student_word_ratio"] == pytest.approx(165 / 86)
-    assert (s.judged_turns, s.missing_turns) == (3, 0)
+    assert (s.sent_turns, s.missing_turns) == (3, 0)
 
 
 def _paper_table4_rows():

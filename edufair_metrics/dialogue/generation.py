@@ -1,7 +1,15 @@
 """Model calls of the dialogue runner: every call cached persistently (a resumed run repeats no
-answered call), one batched call per side and turn, and a failed request fails only its own
-dialogue. The models come in through the :class:`ChatModel` interface; ``edufair_metrics.lmeval``
-adapts lm-eval's LMs to it."""
+answered call), one batched call per side and turn, identical requests of a turn sent once, failed
+and empty answers retried a bounded number of times, and a request that still fails fails only its
+own dialogue(s). The models come in through the :class:`ChatModel` interface;
+``edufair_metrics.lmeval`` adapts lm-eval's LMs to it.
+
+Attempt cap (per distinct request and turn): a request is sent at most ``1 + retries`` times
+(:data:`DIALOGUE_RETRIES` = 2 by default), and each send is one ``generate`` call of the model, in
+which lm-eval's API models make at most ``max_retries`` HTTP attempts of their own
+(``ChatModel.attempts_per_send``). So at most ``(1 + retries) * max_retries`` HTTP requests per
+distinct request and turn: 9 with lm-eval's default ``max_retries=3``. Not retried at all:
+``http_4xx`` and ``prompt_too_long`` (they cannot succeed)."""
 
 from __future__ import annotations
 
@@ -9,8 +17,9 @@ import logging
 from typing import Any, Callable, Protocol
 
 from edufair_metrics.cache import CallCache, call_key
+from edufair_metrics.dialogue.state import strip_reasoning
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.failures import CallFailure, FailureKind, classify, describe
+from edufair_metrics.failures import CallCounts, CallFailure, FailureKind, classify, describe
 
 log = logging.getLogger("edufair")
 
@@ -27,18 +36,45 @@ class ChatModel(Protocol):
     def context_overflow(self, ctx: Any, gen_kwargs: dict[str, Any]) -> tuple[int, int, int] | None: ...
 
     def generate(self, contexts: list, gen_kwargs: dict[str, Any], docs: list[dict[str, Any]],
-                 on_answer: Callable[[str, str], None] | None = None) -> list[str]: ...
+                 on_answer: Callable[[str, str], None] | None = None, retry: bool = False) -> list[str]: ...
+
+    # Optional: HTTP attempts the model makes per ``generate`` call and request (lm-eval's API
+    # models retry on their own); 1 when absent. Only used to state the attempt cap.
+    # attempts_per_send: int
+
+
+# EduFair's own retries per distinct request and turn, after the first send (see the module doc).
+DIALOGUE_RETRIES = 2
 
 
 class CachedGenerator:
     """``generate`` over many contexts in ONE call to the model, with a persistent per-call cache
-    keyed by (role, model identity, decoding settings, exact rendered prompt)."""
+    keyed by (role, model identity, decoding settings, exact rendered prompt). Identical requests
+    of one call (same key) are sent once and the answer is given to each; a failed, empty or
+    reasoning-only answer is sent again, up to ``retries`` times. ``counts`` accumulates what
+    happened over every call of this generator (see :class:`CallCounts`)."""
 
-    def __init__(self, model: ChatModel, role: str, identity: dict[str, Any], cache: CallCache | None) -> None:
+    def __init__(self, model: ChatModel, role: str, identity: dict[str, Any], cache: CallCache | None,
+                 *, retries: int = DIALOGUE_RETRIES) -> None:
+        if retries < 0:
+            raise EduFairError(f"{role}: retries must be >= 0, got {retries}")
         self.model = model
         self.role = role
         self.identity = identity
         self.cache = cache
+        self.retries = retries
+        self.counts = CallCounts(role)
+
+    @property
+    def max_sends(self) -> int:
+        """Sends per distinct request and turn, at most."""
+        return 1 + self.retries
+
+    @property
+    def attempt_cap(self) -> int:
+        """HTTP requests per distinct request and turn, at most: EduFair's sends times the model's
+        own attempts per send."""
+        return self.max_sends * max(1, int(getattr(self.model, "attempts_per_send", 1) or 1))
 
     def render(self, messages: list[dict[str, str]]):
         """Render with the model's own chat template, and refuse templates that drop the system
@@ -58,75 +94,144 @@ class CachedGenerator:
 
     def generate(self, contexts: list, gen_kwargs: dict[str, Any], docs: list[dict[str, Any]]) -> list[Any]:
         """One output string per context, or the :class:`CallFailure` that request ended with."""
-        outputs: list[Any] = [None] * len(contexts)
-        misses = []
-        for i, ctx in enumerate(contexts):
-            hit = self.cache.get(self._key(self.model.prompt_text(ctx), gen_kwargs)) if self.cache else None
-            if hit is not None:
-                outputs[i] = hit
+        prompts = [self.model.prompt_text(ctx) for ctx in contexts]
+        # Within one call role, model and decoding are fixed: the prompt text is the cache key.
+        askers: dict[str, list[int]] = {}
+        for i, prompt in enumerate(prompts):
+            askers.setdefault(prompt, []).append(i)
+        self.counts.add(requests=len(contexts))
+
+        answers: dict[str, Any] = {}
+        to_send: list[tuple[str, Any, dict[str, Any]]] = []
+        for prompt, idx in askers.items():
+            ctx = contexts[idx[0]]
+            hit = self.cache.get(self._key(prompt, gen_kwargs)) if self.cache else None
+            if hit is not None and not isinstance(self._checked(hit), CallFailure):
+                answers[prompt] = hit
+                self.counts.add(cached=len(idx))
                 continue
+            self.counts.add(distinct=1, coalesced=len(idx) - 1)
             overflow = self.model.context_overflow(ctx, gen_kwargs)
             if overflow is not None:
                 n_tokens, max_length, max_gen = overflow
-                outputs[i] = CallFailure(
+                answers[prompt] = CallFailure(
                     FailureKind.PROMPT_TOO_LONG,
                     f"prompt of {n_tokens} tokens does not fit the {self.role} model's context ({max_length}) minus "
                     f"max_gen_toks ({max_gen}); the backend would cut the system prompt. Raise max_model_len/max_length",
                 )
+                self.counts.final_failure(FailureKind.PROMPT_TOO_LONG)
                 continue
-            misses.append(i)
-        if misses:
-            arrived: dict[str, str] = {}
-            results = self._call([contexts[i] for i in misses], gen_kwargs, [docs[i] for i in misses], arrived)
-            for i, res in zip(misses, results):
-                outputs[i] = res
-                prompt = self.model.prompt_text(contexts[i])
-                if self.cache is not None and isinstance(res, str) and prompt not in arrived:
-                    # models that report no answers while a batch runs are stored here, once
-                    self.cache.put(self._key(prompt, gen_kwargs), res)
+            to_send.append((prompt, ctx, docs[idx[0]]))
+        if to_send:
+            answers.update(self._send(to_send, gen_kwargs))
+        outputs: list[Any] = [None] * len(contexts)
+        for prompt, idx in askers.items():
+            for i in idx:  # fan the one answer out to every dialogue that asked for it
+                outputs[i] = answers[prompt]
         return outputs
 
-    def _call(self, contexts: list, gen_kwargs: dict[str, Any], docs: list[dict[str, Any]],
-              arrived: dict[str, str]) -> list[Any]:
-        """One batched call. If the batch raises (lm-eval's API models raise for the whole batch
-        when one request fails after their own retries), the answers that did arrive are kept and
-        only the failed requests are sent again, one by one; each still failing request becomes
-        its :class:`CallFailure`. An empty answer is a failure, never a turn. ``arrived`` collects
-        (and the cache stores) every answer the model reported while the batch ran."""
+    def _send(self, items: list[tuple[str, Any, dict[str, Any]]], gen_kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Send distinct requests: first all in one batched call, then each request that failed
+        (retryable kinds only) alone, until answered or sent ``max_sends`` times. Sent alone
+        because lm-eval's API models raise for the whole batch when one request fails, and a
+        request alone has an unambiguous outcome."""
+        sends = {prompt: 0 for prompt, _, _ in items}
+        stored: set[str] = set()
+        final: dict[str, Any] = {}
 
         def store(prompt: str, answer: str, gk=dict(gen_kwargs)) -> None:
             # Persist each answer the moment it arrives, not after the whole batch: a kill in the
-            # middle of a turn loses no answer the client already received.
+            # middle of a turn loses no answer the client already received. Failed answers
+            # (empty, reasoning only) are never stored.
+            if self.cache is not None and prompt in sends and prompt not in stored \
+                    and not isinstance(self._checked(answer), CallFailure):
+                if self.cache.put(self._key(prompt, gk), answer):
+                    stored.add(prompt)
+
+        def settle(prompt: str, result: Any) -> bool:
+            """Record one send's outcome; True when the request needs another send."""
+            if not isinstance(result, CallFailure):
+                final[prompt] = result
+                return False
+            self.counts.attempt_failed(result.kind)
+            if result.kind.retryable and sends[prompt] < self.max_sends:
+                return True
+            final[prompt] = result
+            return False
+
+        pending: list[tuple[str, Any, dict[str, Any]]] = []
+        results, batch_failure = self._batch(items, gen_kwargs, store)
+        for (prompt, ctx, doc), result in zip(items, results):
+            sends[prompt] += 1
+            if result is None:  # the batch raised before this answer arrived: outcome unknown
+                if sends[prompt] < self.max_sends:
+                    pending.append((prompt, ctx, doc))
+                else:
+                    final[prompt] = batch_failure
+            elif settle(prompt, result):
+                pending.append((prompt, ctx, doc))
+        while pending:
+            again = []
+            for prompt, ctx, doc in pending:
+                sends[prompt] += 1
+                try:
+                    result = self._checked(self.model.generate([ctx], gen_kwargs, [doc], on_answer=store, retry=True)[0])
+                except Exception as exc:  # noqa: BLE001 - isolate failures per request
+                    result = _failure(exc)
+                if settle(prompt, result):
+                    again.append((prompt, ctx, doc))
+            pending = again
+
+        for prompt, ctx, _ in items:
+            n, result = sends[prompt], final[prompt]
+            self.counts.add(sends=n, retried=int(n > 1))
+            if isinstance(result, CallFailure):
+                self.counts.final_failure(result.kind)
+                note = f"after {n} attempts" if n > 1 else ("not retried" if not result.kind.retryable else "1 attempt")
+                final[prompt] = CallFailure(result.kind, f"{result.detail} ({note})", raw=result.raw)
+            else:
+                self.counts.add(recovered=int(n > 1))
+                if self.cache is not None and prompt not in stored:
+                    # models that report no answers while a call runs are stored here, once
+                    self.cache.put(self._key(prompt, gen_kwargs), result)
+        return final
+
+    def _batch(self, items, gen_kwargs, store) -> tuple[list[Any], CallFailure | None]:
+        """The first send: one batched call. Per request its checked output, a CallFailure, or
+        None when the batch raised before that request's answer arrived (it is then sent alone);
+        and the failure the batch raised, if it did."""
+        contexts = [ctx for _, ctx, _ in items]
+        arrived: dict[str, str] = {}
+
+        def seen(prompt: str, answer: str) -> None:
             arrived[prompt] = answer
-            if self.cache is not None and answer.strip():
-                self.cache.put(self._key(prompt, gk), answer)
+            store(prompt, answer)
 
         try:
-            outs = self.model.generate(contexts, gen_kwargs, docs, on_answer=store)
-            return [self._checked(ctx, o) for ctx, o in zip(contexts, outs)]
-        except Exception as exc:  # noqa: BLE001 - isolate failures per dialogue below
-            if len(contexts) == 1:
-                return [_failure(exc)]
-            log.warning("edufair: batched %s call failed (%s); retrying its failed requests one by one", self.role, describe(exc))
-        results: list[Any] = []
-        for ctx, doc in zip(contexts, docs):
-            done = arrived.get(self.model.prompt_text(ctx))
-            if done is not None:  # answered inside the failed batch: not sent again
-                results.append(self._checked(ctx, done))
-                continue
-            try:
-                out = self.model.generate([ctx], gen_kwargs, [doc], on_answer=store)[0]
-                results.append(self._checked(ctx, out))
-            except Exception as exc:  # noqa: BLE001
-                results.append(_failure(exc))
-        return results
+            outs = self.model.generate(contexts, gen_kwargs, [doc for _, _, doc in items], on_answer=seen)
+        except Exception as exc:  # noqa: BLE001 - isolate failures per request below
+            failure = _failure(exc)
+            if len(items) == 1:
+                return [failure], failure
+            log.warning("edufair: batched %s call failed (%s); sending its unanswered requests one by one",
+                        self.role, describe(exc))
+            self.counts.attempt_failed(failure.kind)  # at least one request failed this way
+            return [self._checked(arrived[p]) if p in arrived else None for p, _, _ in items], failure
+        if len(outs) != len(items):
+            failure = CallFailure(FailureKind.BAD_BODY, f"{len(outs)} answers for {len(items)} requests")
+            return [failure] * len(items), None
+        return [self._checked(o) for o in outs], None
 
-    def _checked(self, ctx, out: Any) -> Any:
+    def _checked(self, out: Any) -> Any:
+        """The answer, or the CallFailure it is: an empty answer is never a turn."""
         if not isinstance(out, str):
             return CallFailure(FailureKind.BAD_BODY, f"non-text output {type(out).__name__}")
         if not out.strip():
             # lm-eval turns a null message.content into "" (LMEVAL_MODEL_NONE_ANSWER_PLACEHOLDER)
             return CallFailure(FailureKind.EMPTY_OUTPUT, "empty output (null or blank message content)")
+        if not strip_reasoning(out):
+            # e.g. a <think> block cut off by the token limit: nothing the other party may see
+            return CallFailure(FailureKind.EMPTY_VISIBLE_TURN, "no visible text once reasoning is stripped", raw=out[:2000])
         return out
 
 

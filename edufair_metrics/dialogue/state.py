@@ -10,7 +10,7 @@ view it is the first user message, so the student's view always starts with a us
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from edufair_metrics.failures import FailureKind
@@ -36,6 +36,31 @@ def strip_reasoning(raw: str) -> str:
     return text.strip()
 
 
+@dataclass(frozen=True)
+class StopEvidence:
+    """Why the stop rule fired, so that every stop can be audited from the transcript.
+
+    ``rule``: ``tutor_states_gold`` (the tutor stated the gold as an answer), ``tutor_affirms_student``
+    (the student stated it and the tutor affirmed) or ``max_turns``. ``span``: the matched text in
+    turn ``turn_index`` (the gold as stated, or the affirmation; None for max_turns);
+    ``student_span`` / ``student_turn_index``: where the previous student turn stated the gold,
+    when it did."""
+
+    rule: str
+    turn_index: int
+    span: str | None = None
+    student_span: str | None = None
+    student_turn_index: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "StopEvidence":
+        return cls(**{k: data[k] for k in ("rule", "turn_index", "span", "student_span", "student_turn_index")
+                      if k in data})
+
+
 @dataclass
 class DialogueState:
     """A dialogue in progress. ``turns[0]`` is the opening question."""
@@ -45,6 +70,7 @@ class DialogueState:
     stop_reason: str | None = None
     error: str | None = None  # what went wrong, when a model call ended the dialogue
     error_kind: FailureKind | None = None
+    stop_evidence: StopEvidence | None = None  # set by the stop rule with the stop reason
 
     def __post_init__(self) -> None:
         if not self.turns:
@@ -97,4 +123,5 @@ class DialogueState:
             doc_id=doc_id,
             error=self.error,
             error_kind=self.error_kind.value if self.error_kind else None,
+            stop_evidence=self.stop_evidence.to_dict() if self.stop_evidence else None,
         )

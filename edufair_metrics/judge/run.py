@@ -3,15 +3,17 @@ one dialogue in order (they share a prompt prefix), behind one progress bar."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from edufair_metrics.cache import CachePolicy, CallCache
+from edufair_metrics.cache import CachePolicy, CallCache, canonical_json
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.failures import FailureKind
+from edufair_metrics.failures import CallCounts, FailureKind
 from edufair_metrics.judge.client import _Stats, judge_turn, make_client
+from edufair_metrics.judge.prompt import build_messages
 from edufair_metrics.judge.settings import JudgeSettings, load_judge_settings
 from edufair_metrics.records import JUDGE_MISSING, JUDGE_OK, STOP_STUDENT_FAILED, STOP_TUTOR_FAILED, Transcript, TurnJudgement
 from edufair_metrics.scores import score_dialogue
@@ -46,13 +48,18 @@ def judge_transcripts(
     """One list of TurnJudgement per transcript (one per tutor turn, in turn order).
 
     Dialogues run concurrently on ``settings.concurrency`` workers; the turns of one dialogue are
-    issued in order by one worker (shared prefix). If ``summary`` is a dict it is filled with
-    ``summarize_judgements`` plus "requests" (HTTP calls made) and "failed_attempts" by kind."""
+    issued in order by one worker (shared prefix). Identical judge requests (the same messages:
+    dialogues whose conversation so far is the same) are sent once and the labels given to each
+    turn that asked (:class:`TurnCoalescer`); a copy has ``attempts`` 0. So each distinct request
+    costs at most ``1 + max_retries`` HTTP requests. If ``summary`` is a dict it is filled with
+    ``summarize_judgements`` plus "requests" (HTTP calls made), "failed_attempts" by kind and
+    "calls" (:class:`CallCounts` of the judge, as a dict)."""
     from tqdm.auto import tqdm
 
     settings.validate()
     client = make_client(settings)
     stats = _Stats()
+    coalescer = TurnCoalescer(lambda t, i: judge_turn(client, settings, t, i, cache=cache, stats=stats))
     n_turns = sum(len(t.tutor_turn_indices()) for t in transcripts)
     bar = tqdm(total=n_turns, desc=f"judge {settings.model}", unit="turn", disable=not progress)
     bar_lock = threading.Lock()
@@ -60,7 +67,7 @@ def judge_transcripts(
     def work(t: Transcript) -> list[TurnJudgement]:
         out = []
         for i in t.tutor_turn_indices():
-            out.append(judge_turn(client, settings, t, i, cache=cache, stats=stats))
+            out.append(coalescer.judge(t, i))
             with bar_lock:
                 bar.update(1)
         return out
@@ -74,11 +81,54 @@ def judge_transcripts(
             client.close()
         except Exception:  # pragma: no cover
             pass
+    coalescer.counts.failed_attempts_by_kind = dict(sorted(stats.failed_attempts.items()))
     if summary is not None:
         summary.update(summarize_judgements(results))
         summary["requests"] = stats.requests
         summary["failed_attempts"] = dict(sorted(stats.failed_attempts.items()))
+        summary["calls"] = coalescer.counts.to_dict()
     return results
+
+
+class TurnCoalescer:
+    """Sends each distinct judge request once, also when several workers ask for it at the same
+    time: the first asker calls ``judge(transcript, turn_index)``, the others wait for its result
+    (a worker waits only on a call that is running, so there is no deadlock). Counts every
+    request in ``counts``."""
+
+    def __init__(self, judge) -> None:
+        self._judge = judge
+        self._lock = threading.Lock()
+        self._results: dict[str, Future] = {}
+        self.counts = CallCounts("judge")
+
+    def judge(self, transcript: Transcript, turn_index: int) -> TurnJudgement:
+        key = canonical_json(build_messages(transcript, turn_index))  # settings are fixed per run
+        with self._lock:
+            future = self._results.get(key)
+            owner = future is None
+            if owner:
+                future = self._results[key] = Future()
+        self.counts.add(requests=1)
+        if not owner:
+            first = future.result()
+            self.counts.add(**({"cached": 1} if first.cached else {"coalesced": 1}))
+            # the same labels for this turn; no call was made for it
+            return dataclasses.replace(first, turn_index=turn_index, attempts=0)
+        try:
+            j = self._judge(transcript, turn_index)
+        except BaseException as exc:
+            future.set_exception(exc)
+            raise
+        future.set_result(j)
+        if j.cached:
+            self.counts.add(cached=1)
+        else:
+            self.counts.add(distinct=1, sends=j.attempts, retried=int(j.attempts > 1),
+                            recovered=int(j.attempts > 1 and j.status == JUDGE_OK))
+            if j.status != JUDGE_OK:
+                self.counts.final_failure(j.kind or FailureKind.OTHER.value)
+        return j
 
 
 
@@ -158,20 +208,34 @@ def judge_records(
 ) -> list[dict[str, Any]]:
     """Judge and score ``transcripts``; returns one record per transcript (shared by the filter
     and ``edufair judge``)."""
+    masked = None
     if enabled:
         settings = load_judge_settings(metadata=judge, cli=cli, config_path=config_path)
+        judged = transcripts
+        if settings.mask_cues:  # condition-blind judging; the records keep the original text
+            from edufair_metrics.protocol.cues import mask_transcript
+
+            masked = [mask_transcript(t) for t in transcripts]
+            judged = [m.transcript for m in masked]
         store = (cache or CachePolicy.from_settings(None)).open()
         try:
-            judgements = judge_transcripts(transcripts, settings, cache=store, progress=progress, summary=summary)
+            judgements = judge_transcripts(judged, settings, cache=store, progress=progress, summary=summary)
         finally:
             if store is not None:
                 store.close()
         info = settings.public_dict()
+        if masked is not None and summary is not None:
+            summary["masked_cues"] = sum(m.masked for m in masked)
     else:
         judgements = [missing_judgements(t, FailureKind.JUDGE_DISABLED, "judge disabled") for t in transcripts]
         info = {"enabled": False}
         if summary is not None:
             summary.update(summarize_judgements(judgements))
+            summary["calls"] = CallCounts("judge").to_dict()  # no judge call was made
     if summary is not None:
         summary["by_level"] = missing_by_level(transcripts, judgements)
-    return [build_record(t, js, info) for t, js in zip(transcripts, judgements)]
+    records = [build_record(t, js, info) for t, js in zip(transcripts, judgements)]
+    if masked is not None:  # per dialogue in flags, not in "judge" (that must be equal across records)
+        for rec, m in zip(records, masked):
+            rec["flags"]["masked_cues"] = m.masked
+    return records

@@ -73,9 +73,12 @@ def prompt_text(ctx) -> str:
 class HarnessModel:
     """One lm-eval LM (the harness's tutor, or the student) behind the runner's interface."""
 
-    def __init__(self, lm) -> None:
+    def __init__(self, lm, counts=None) -> None:
         self.lm = lm  # possibly lm-eval's CachingLM: calls go through it, so --use_cache keeps working
         self.real = unwrap(lm)
+        # failures.CallCounts to record each HTTP attempt of an API model in (lm-eval retries
+        # failed requests itself and reports none of it); set by whoever owns the counts.
+        self.counts = counts
 
     @property
     def is_api(self) -> bool:
@@ -111,19 +114,126 @@ class HarnessModel:
         n_tokens = len(self.real.tok_encode(ctx))
         return None if n_tokens <= max_length - max_gen else (n_tokens, max_length, max_gen)
 
+    @property
+    def attempts_per_send(self) -> int:
+        """HTTP attempts lm-eval makes per request and ``generate_until`` call: an API model
+        retries on its own (tenacity ``stop_after_attempt(max_retries)``); others make one."""
+        if not self.is_api:
+            return 1
+        return max(1, int(getattr(self.real, "max_retries", 1) or 1))
+
     def generate(self, contexts: list, gen_kwargs: dict[str, Any], docs: list[dict[str, Any]],
-                 on_answer: Callable[[str, str], None] | None = None) -> list[str]:
+                 on_answer: Callable[[str, str], None] | None = None, retry: bool = False) -> list[str]:
         """One batched ``generate_until``. Raises for the whole batch when lm-eval does (an API
-        model whose request failed after its retries); every answer that did arrive was passed to
-        ``on_answer(prompt_text, answer)`` first, as soon as it arrived."""
+        model whose request failed after its retries, or whose response body has no choices);
+        every answer that did arrive was passed to ``on_answer(prompt_text, answer)`` first, as
+        soon as it arrived. ``retry``: a request sent again after a failed answer goes past
+        lm-eval's CachingLM (``--use_cache``), which stores failed answers such as ``""`` too."""
         from lm_eval.api.instance import Instance
 
         instances = [
             Instance("generate_until", doc, (ctx, dict(gen_kwargs)), 0, ("edufair", j, 1))
             for j, (ctx, doc) in enumerate(zip(contexts, docs))
         ]
-        with _AnswerHook(self.real, on_answer), quiet_request_bars():
-            return list(self.lm.generate_until(instances))
+        lm = self.real if retry else self.lm
+        with _AnswerHook(self.real, on_answer), _BodyCheck(self.real), _AttemptCounter(self.real, self.counts), \
+                quiet_request_bars():
+            return list(lm.generate_until(instances))
+
+
+class _AttemptCounter:
+    """Counts every HTTP attempt of an API model, and each failed one by kind, while EduFair's
+    calls run: lm-eval wraps ``amodel_call`` / ``model_call`` in its own tenacity retry when a
+    batch starts, so instance attributes installed here are what each attempt calls."""
+
+    def __init__(self, real_lm, counts) -> None:
+        self.real, self.counts = real_lm, counts
+        self.active = counts is not None and is_api_model(real_lm)
+
+    def _record(self, exc: BaseException | None) -> None:
+        from edufair_metrics.failures import FailureKind, classify
+
+        self.counts.add(http_attempts=1)
+        if exc is not None:
+            self.counts.http_attempt_failed(classify(exc) or FailureKind.OTHER)
+
+    def __enter__(self):
+        if not self.active:
+            return self
+        real_async, real_sync = self.real.amodel_call, self.real.model_call
+
+        async def amodel_call(*args, **kwargs):
+            try:
+                out = await real_async(*args, **kwargs)
+            except BaseException as exc:
+                self._record(exc)
+                raise
+            self._record(None)
+            return out
+
+        def model_call(*args, **kwargs):
+            try:
+                out = real_sync(*args, **kwargs)
+            except BaseException as exc:
+                self._record(exc)
+                raise
+            self._record(None)
+            return out
+
+        self.real.amodel_call, self.real.model_call = amodel_call, model_call  # shadow the methods
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.active:
+            self.real.__dict__.pop("amodel_call", None)
+            self.real.__dict__.pop("model_call", None)
+
+
+class _BodyCheck:
+    """While EduFair's calls run, an API model's response bodies are checked before lm-eval parses
+    them: lm-eval turns a body without ``choices`` (or with an empty or malformed list) into ``""``
+    without raising, indistinguishable from a null answer. Here it raises a ``bad_body``
+    :class:`CallFailure` instead, inside lm-eval's own retry loop (which sends it again), and the
+    runner classifies what still fails as ``bad_body``, not ``empty_output``."""
+
+    def __init__(self, real_lm) -> None:
+        self.real = real_lm
+        self.active = callable(getattr(real_lm, "parse_generations", None)) and is_api_model(real_lm)
+
+    def __enter__(self):
+        if self.active:
+            original = self.real.parse_generations
+
+            def parse_generations(outputs, **kwargs):
+                check_completion_body(outputs)
+                return original(outputs=outputs, **kwargs)
+
+            self.real.parse_generations = parse_generations  # instance attribute: shadows the method
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.active:
+            self.real.__dict__.pop("parse_generations", None)
+
+
+def check_completion_body(outputs: Any) -> None:
+    """Raise a ``bad_body`` CallFailure unless every body has a non-empty ``choices`` list of
+    objects, each with a ``message`` object (chat) or a ``text`` (completions). A null
+    ``message.content`` is not a bad body: it is an empty answer."""
+    from edufair_metrics.failures import CallFailure, FailureKind
+
+    if outputs == []:
+        raise CallFailure(FailureKind.BAD_BODY, "response body is an empty list, not a completion")
+    for body in outputs if isinstance(outputs, list) else [outputs]:
+        if not isinstance(body, dict):
+            raise CallFailure(FailureKind.BAD_BODY, f"response body is {type(body).__name__}, not a JSON object")
+        choices = body.get("choices")
+        if not isinstance(choices, list) or not choices:
+            keys = ", ".join(sorted(map(str, body))[:8]) or "none"
+            raise CallFailure(FailureKind.BAD_BODY, f"response body has no choices (keys: {keys})")
+        for choice in choices:
+            if not isinstance(choice, dict) or not (isinstance(choice.get("message"), dict) or "text" in choice):
+                raise CallFailure(FailureKind.BAD_BODY, "response choice has neither a message nor a text")
 
 
 class _AnswerHook:

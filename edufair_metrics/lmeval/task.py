@@ -50,6 +50,10 @@ HARNESS_PLACEHOLDER = "EduFair: this dialogue is finished; reply with one token.
 # task name -> run provenance, set by build_all_requests (the records of a task are scored in the
 # same process right after). Never holds secrets: identities are stripped of credentials.
 _RUN_PROVENANCE: dict[str, dict[str, Any]] = {}
+# task name -> per-role call counts (failures.CallCounts dicts) of this process: the tutor and
+# student ones set by build_all_requests, the judge's by JudgeFilter. Reported by the
+# `edufair_calls` metric, so that retried and absorbed failures are visible in results_*.json.
+_CALL_COUNTS: dict[str, dict[str, dict[str, Any]]] = {}
 
 # task metadata keys that lm-eval adds and that are not tutor model arguments
 _NOT_MODEL_ARGS = ("edufair", "version", "config_source", "task", "group")
@@ -152,6 +156,8 @@ class EduFairTask(ConfigurableTask):
         tutor_id = tutor_id or {"kind": type(unwrap(tutor_lm)).__name__, "model_args": {}}
         tutor = CachedGenerator(HarnessModel(tutor_lm), "tutor", tutor_id, tutor_cache)
         student = CachedGenerator(HarnessModel(build_student(student_cfg.to_dict())), "student", student_id, cache)
+        for generator in (tutor, student):
+            generator.model.counts = generator.counts  # HTTP attempts, incl. lm-eval's silent retries
 
         from edufair_metrics.bank import bank_path
         from edufair_metrics.judge.prompt import judge_prompts_path
@@ -175,6 +181,8 @@ class EduFairTask(ConfigurableTask):
         finally:
             if cache is not None:
                 cache.close()
+            _CALL_COUNTS.setdefault(self.config.task, {}).update(
+                {"tutor": tutor.counts.to_dict(), "student": student.counts.to_dict()})
 
         repeats = self.config.repeats or 1
         # lm-eval makes one more generate_until call per document after this method returns. The
@@ -243,8 +251,21 @@ def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
         out[metric] = scores["scores"].get(metric)
     for agg in ("ped_abs_r", "conv_abs_r", "violations", "missing_label_rate"):
         out[agg] = scores
-    # dialogues ended by a student/tutor call that still failed
-    out["failed_dialogues"] = int(record["transcript"].get("stop_reason") in (STOP_STUDENT_FAILED, STOP_TUTOR_FAILED))
+    out["edufair_calls"] = task  # aggregated once per task: agg_call_counts
+    # dialogues ended by a failed call (left out of the paired statistics by default)
+    out["failed_dialogues"] = int(bool(scores.get("failed")) or record["transcript"].get("stop_reason") in (STOP_STUDENT_FAILED, STOP_TUTOR_FAILED))
+    return out
+
+
+def agg_call_counts(items: list[Any]) -> dict[str, dict[str, Any]]:
+    """Per-role call counts of the task (requests, cached, coalesced, distinct, sends, retried,
+    recovered, failed by kind) as this process saw them; the items are the task's name. Under
+    lm-eval's rank/world-size sharding only rank 0's counts are here."""
+    tasks = {str(x) for x in items if x}
+    out: dict[str, dict[str, Any]] = {}
+    for task in sorted(tasks):
+        for role, counts in _CALL_COUNTS.get(task, {}).items():
+            out[role] = counts
     return out
 
 
@@ -289,5 +310,7 @@ class JudgeFilter(Filter):
                                 progress=self.progress, summary=summary)
         self.last_summary = summary
         task = next((t.task for t in transcripts if t.task), "")
+        if summary.get("calls"):
+            _CALL_COUNTS.setdefault(task, {})["judge"] = dict(summary["calls"])
         print(format_missing_summary(task, summary["by_level"], summary), file=sys.stderr, flush=True)
         return records

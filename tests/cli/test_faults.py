@@ -13,6 +13,8 @@ import re
 
 import pytest
 
+from edufair_metrics.dialogue.generation import DIALOGUE_RETRIES
+
 from tests.helpers.bank import write_bank
 from tests.helpers.edufair_cli import EduFairFake, call_key, cli_env, lm_eval_argv, results, run_cli, samples
 from tests.helpers.fake_openai import Drop, EmptyBody, Hang, HTTPError, Raw, Reply
@@ -27,6 +29,7 @@ DIALOGUE_FAULTS = [
     (lambda: Drop(), "connection"),
     (lambda: Reply(None), "empty_output"),  # null content: lm-eval's placeholder "" is NOT a turn
     (lambda: Hang(4), "timeout"),  # client timeout=2 s
+    (lambda: Raw(b'{"id": "x", "object": "chat.completion"}'), "bad_body"),  # no choices: NOT an empty answer
 ]
 JUDGE_FAULTS = [
     lambda: HTTPError(500),
@@ -56,11 +59,10 @@ class Injector:
             u = _u(key)
             persistent, transient = u < 0.10, 0.10 <= u < 0.20
             if persistent or (transient and n == 1):
-                i = int(_u(key, "kind") * 5)
                 if role == "judge":
-                    b, kind = JUDGE_FAULTS[i](), "judge"
+                    b, kind = JUDGE_FAULTS[int(_u(key, "kind") * len(JUDGE_FAULTS))](), "judge"
                 else:
-                    make, kind = DIALOGUE_FAULTS[i]
+                    make, kind = DIALOGUE_FAULTS[int(_u(key, "kind") * len(DIALOGUE_FAULTS))]
                     b = make()
         self.served.setdefault(key, []).append(kind if b is not None else "ok")
         return b
@@ -81,6 +83,18 @@ def test_faults_counted_missing_never_filled_and_rerun_fills_gaps(tmp_path):
         exp_dialogue = sorted(f"{k[0]}:{kind}" for k, kind in final.items() if k[0] in ("student", "tutor"))
         exp_judge = sum(1 for k in final if k[0] == "judge")
         assert exp_dialogue and exp_judge and retried_ok, "the seed must inject all three cases"
+        # The attempt cap (issue 13.3): identical requests of a turn are sent once, and a distinct
+        # request at most (1 + EduFair's retries) x lm-eval's max_retries (2 here) times for the
+        # tutor and student, 1 + max_retries for the judge; even the opening student message,
+        # identical at all 9 levels, never goes past it.
+        cap = {"student": (1 + DIALOGUE_RETRIES) * 2, "tutor": (1 + DIALOGUE_RETRIES) * 2, "judge": 1 + judge["max_retries"]}
+        over = {k[0]: len(v) for k, v in inj.served.items() if k[0] in cap and len(v) > cap[k[0]]}
+        assert not over, over
+        # empty answers are retried like any failure: a transient one is never final
+        transient_empty = [k for k, v in inj.served.items() if v[0] == "empty_output" and v[-1] == "ok"]
+        persistent_empty = [k for k, v in inj.served.items() if v[-1] == "empty_output"]
+        assert transient_empty or persistent_empty, "the seed must inject empty answers"
+        assert all(1 < len(inj.served[k]) <= 1 + DIALOGUE_RETRIES for k in persistent_empty)
 
         recs = samples(out)
         got_dialogue = sorted(

@@ -29,6 +29,7 @@ class FakeChat:
         self.too_long = set(too_long)
         self.report = report
         self.calls: list[list[str]] = []  # prompts of every generate call, in order
+        self.retry_flags: list[bool] = []  # the ``retry`` argument of every call
 
     def render(self, messages):
         if self.drop_system:
@@ -44,9 +45,10 @@ class FakeChat:
     def context_overflow(self, ctx, gen_kwargs):
         return (5000, 4096, gen_kwargs["max_gen_toks"]) if ctx in self.too_long else None
 
-    def generate(self, contexts, gen_kwargs, docs, on_answer=None):
+    def generate(self, contexts, gen_kwargs, docs, on_answer=None, retry=False):
         assert len(contexts) == len(docs)
         self.calls.append(list(contexts))
+        self.retry_flags.append(retry)
         outs = []
         for ctx in contexts:
             out = self.answer(ctx)
@@ -134,27 +136,45 @@ def test_failed_batch_keeps_reported_answers_and_resends_only_the_others_one_by_
     a, b, c, d = contexts(gen, "a", "b", "c", "d")
     out = gen.generate([a, b, c, d], GEN, docs(4))
 
-    # a was reported before the batch raised: kept, never sent again; b, c, d one by one
-    assert model.calls == [[a, b, c, d], [b], [c], [d]]
+    # a was reported before the batch raised: kept, never sent again; b, c, d one by one, and c,
+    # which keeps failing, again until it was sent 1 + retries times in all
+    assert model.calls == [[a, b, c, d], [b], [c], [d]] + [[c]] * (gen.max_sends - 2)
+    assert model.retry_flags == [False] + [True] * (len(model.calls) - 1)
     assert out[0] == "reply to a" and out[1] == "reply to b" and out[3] == "reply to d"
     assert isinstance(out[2], CallFailure) and out[2].kind is FailureKind.HTTP_429
-    assert "429" in out[2].detail
+    assert "429" in out[2].detail and f"after {gen.max_sends} attempts" in out[2].detail
     # answers are cached as they arrive; the failure is not
     assert cache.get(call_key("student", IDENTITY, GEN, a)) == "reply to a"
     assert cache.get(call_key("student", IDENTITY, GEN, b)) == "reply to b"
     assert cache.get(call_key("student", IDENTITY, GEN, c)) is None
     # a rerun sends only the failed request
+    n = len(model.calls)
     gen.generate([a, b, c, d], GEN, docs(4))
-    assert model.calls[-1] == [c] and len(model.calls) == 5
+    assert model.calls[n:] == [[c]] * gen.max_sends
 
 
-def test_single_failing_request_is_not_retried_and_keeps_a_call_failure_kind(cache):
+@pytest.mark.parametrize("retries", [0, 1, 2, 4])
+def test_persistent_failure_is_sent_at_most_one_plus_retries_times_and_keeps_its_kind(cache, retries):
     failure = CallFailure(FailureKind.BAD_BODY, "no choices in the response")
     model = FakeChat(lambda prompt: failure)
+    gen = CachedGenerator(model, "tutor", IDENTITY, cache, retries=retries)
+    (a,) = contexts(gen, "a")
+    (out,) = gen.generate([a], GEN, docs(1))
+    assert isinstance(out, CallFailure) and out.kind is FailureKind.BAD_BODY
+    assert out.detail.startswith("no choices in the response")
+    assert model.calls == [[a]] * (1 + retries)
+    assert gen.attempt_cap == 1 + retries  # a model without retries of its own
+
+
+@pytest.mark.parametrize("kind", [FailureKind.HTTP_4XX, FailureKind.PROMPT_TOO_LONG])
+def test_failures_that_cannot_succeed_are_not_retried_and_say_so(cache, kind):
+    model = FakeChat(lambda prompt: CallFailure(kind, "refused"))
     gen = CachedGenerator(model, "tutor", IDENTITY, cache)
     (a,) = contexts(gen, "a")
-    assert gen.generate([a], GEN, docs(1)) == [failure]
-    assert model.calls == [[a]]
+    (out,) = gen.generate([a], GEN, docs(1))
+    assert out.kind is kind and model.calls == [[a]]
+    assert "not retried" in out.detail and "after" not in out.detail
+    assert gen.counts.retried == 0 and gen.counts.failed_by_kind == {kind.value: 1}
 
 
 def test_answers_of_a_model_that_reports_nothing_are_cached_after_the_batch(cache):
@@ -165,17 +185,55 @@ def test_answers_of_a_model_that_reports_nothing_are_cached_after_the_batch(cach
     assert cache.get(call_key("tutor", IDENTITY, GEN, b)) == "reply to b"
 
 
-@pytest.mark.parametrize("empty", ["", "   \n"])
-def test_empty_answer_is_a_failure_never_a_turn_and_not_cached(cache, empty):
+@pytest.mark.parametrize("empty,kind", [("", FailureKind.EMPTY_OUTPUT), ("   \n", FailureKind.EMPTY_OUTPUT),
+                                        ("<think>the plan, cut off by the token", FailureKind.EMPTY_VISIBLE_TURN),
+                                        ("<think>done</think>  \n", FailureKind.EMPTY_VISIBLE_TURN)])
+def test_empty_answer_is_a_failure_never_a_turn_and_not_cached(cache, empty, kind):
     model = FakeChat(lambda prompt: empty if json.loads(prompt)[-1]["content"] == "a" else "fine")
     gen = CachedGenerator(model, "tutor", IDENTITY, cache)
     a, b = contexts(gen, "a", "b")
     out = gen.generate([a, b], GEN, docs(2))
-    assert isinstance(out[0], CallFailure) and out[0].kind is FailureKind.EMPTY_OUTPUT
+    assert isinstance(out[0], CallFailure) and out[0].kind is kind
     assert out[1] == "fine"
     assert cache.get(call_key("tutor", IDENTITY, GEN, a)) is None
+    assert model.calls == [[a, b]] + [[a]] * gen.retries  # retried alone, like any failed answer
     gen.generate([a, b], GEN, docs(2))
     assert model.calls[-1] == [a]  # asked again on the next run
+
+
+@pytest.mark.parametrize("bad", ["", None, "<think>cut off", RuntimeError("ClientResponseError: 502, message='Bad Gateway'"),
+                                 CallFailure(FailureKind.BAD_BODY, "no choices")])
+@pytest.mark.parametrize("role", ["tutor", "student"])
+def test_one_transient_bad_answer_is_retried_and_the_answer_used(cache, bad, role):
+    sent: dict[str, int] = {}
+
+    def answer(prompt: str):
+        text = json.loads(prompt)[-1]["content"]
+        sent[text] = sent.get(text, 0) + 1
+        return bad if text == "b" and sent[text] == 1 else f"reply to {text}"
+
+    model = FakeChat(answer)
+    gen = CachedGenerator(model, role, IDENTITY, cache)
+    a, b, c = contexts(gen, "a", "b", "c")
+    assert gen.generate([a, b, c], GEN, docs(3)) == ["reply to a", "reply to b", "reply to c"]
+    assert sent == {"a": 1, "b": 2, "c": 1}
+    # a raised batch (the model's retries exhausted) leaves c unanswered too: c is sent again
+    raised = isinstance(bad, BaseException)
+    assert model.calls == [[a, b, c], [b]] + [[c]] * raised
+    assert cache.get(call_key(role, IDENTITY, GEN, b)) == "reply to b"
+    counts = gen.counts
+    assert (counts.requests, counts.distinct, counts.sends, counts.retried, counts.recovered, counts.failed) == (
+        3, 3, 4 + raised, 1 + raised, 1 + raised, 0)
+    assert sum(counts.failed_attempts_by_kind.values()) == 1 and counts.failed_by_kind == {}
+
+
+def test_an_old_cached_reasoning_only_answer_is_not_served(cache):
+    model = FakeChat()
+    gen = CachedGenerator(model, "tutor", IDENTITY, cache)
+    (a,) = contexts(gen, "a")
+    cache.put(call_key("tutor", IDENTITY, GEN, a), "<think>cut off")
+    assert gen.generate([a], GEN, docs(1)) == ["reply to a"]
+    assert model.calls == [[a]] and gen.counts.cached == 0
 
 
 def test_non_text_output_is_a_bad_body_failure(cache):
@@ -215,3 +273,63 @@ def test_render_keeps_the_system_prompt_of_a_normal_template():
     gen = CachedGenerator(FakeChat(), "tutor", IDENTITY, None)
     msgs = chat("hello", system="This is a Grade 8 female student.")
     assert json.loads(gen.render(msgs)) == msgs
+
+
+def test_identical_requests_of_one_call_are_sent_once_and_the_answer_fanned_out(cache):
+    model = FakeChat()
+    gen = CachedGenerator(model, "student", IDENTITY, cache)
+    opening, other = contexts(gen, "the opening question", "another question")
+    batch = [opening] * 9 + [other, opening]
+    out = gen.generate(batch, GEN, docs(len(batch)))
+    assert out == ["reply to the opening question"] * 9 + ["reply to another question", "reply to the opening question"]
+    assert model.calls == [[opening, other]]
+    c = gen.counts
+    assert (c.requests, c.cached, c.coalesced, c.distinct, c.sends) == (11, 0, 9, 2, 2)
+    # next turn: all from the cache, none coalesced
+    gen.generate(batch, GEN, docs(len(batch)))
+    assert len(model.calls) == 1 and gen.counts.cached == 11 and gen.counts.coalesced == 9
+
+
+def test_identical_failing_requests_are_retried_once_per_round_and_all_fail_alike(cache):
+    model = FakeChat(lambda prompt: RuntimeError("ClientResponseError: 503, message='Service Unavailable'"))
+    gen = CachedGenerator(model, "student", IDENTITY, cache)
+    (opening,) = contexts(gen, "the opening question")
+    out = gen.generate([opening] * 9, GEN, docs(9))
+    assert model.calls == [[opening]] * gen.max_sends  # not 9 x (1 + retries)
+    assert all(o is out[0] for o in out) and out[0].kind is FailureKind.HTTP_5XX
+    c = gen.counts
+    assert (c.requests, c.coalesced, c.distinct, c.sends, c.retried, c.recovered, c.failed) == (9, 8, 1, 3, 1, 0, 1)
+    assert c.failed_by_kind == {"http_5xx": 1} and c.failed_attempts_by_kind == {"http_5xx": 3}
+
+
+def test_counts_add_up_over_a_mixed_turn(cache):
+    """requests = cached + coalesced + distinct; sends = distinct + re-sends; final failures by kind."""
+    sent: dict[str, int] = {}
+
+    def answer(prompt: str):
+        text = json.loads(prompt)[-1]["content"]
+        sent[text] = sent.get(text, 0) + 1
+        if text == "flaky":
+            return "" if sent[text] == 1 else "ok now"
+        if text == "dead":
+            return None  # never a text answer
+        return f"reply to {text}"
+
+    model = FakeChat(answer)
+    gen = CachedGenerator(model, "tutor", IDENTITY, cache, retries=3)
+    hit, flaky, dead, long_ = contexts(gen, "hit", "flaky", "dead", "long")
+    gen.generate([hit], GEN, docs(1))
+    model.too_long = {long_}
+    before = gen.counts.to_dict()
+    batch = [hit, flaky, hit, flaky, dead, long_, flaky, long_]
+    out = gen.generate(batch, GEN, docs(len(batch)))
+    assert [out[i] for i in (0, 1, 2, 3, 6)] == ["reply to hit", "ok now", "reply to hit", "ok now", "ok now"]
+    assert [out[i].kind for i in (4, 5, 7)] == [FailureKind.BAD_BODY, FailureKind.PROMPT_TOO_LONG, FailureKind.PROMPT_TOO_LONG]
+    assert "after 4 attempts" in out[4].detail
+    c = gen.counts.to_dict()
+    delta = {k: c[k] - before[k] for k in ("requests", "cached", "coalesced", "distinct", "sends", "retried", "recovered", "failed")}
+    assert delta == {"requests": 8, "cached": 2, "coalesced": 3, "distinct": 3, "sends": 2 + 4,
+                     "retried": 2, "recovered": 1, "failed": 2}
+    assert delta["requests"] == delta["cached"] + delta["coalesced"] + delta["distinct"]
+    assert c["failed_by_kind"] == {"bad_body": 1, "prompt_too_long": 1}
+    assert c["failed_attempts_by_kind"] == {"bad_body": 4, "empty_output": 1}

@@ -6,7 +6,15 @@ from fractions import Fraction
 
 import pytest
 
-from edufair_metrics.protocol.answer_match import mentions_answer, normalize_answer, numbers_in_text, parse_number
+from edufair_metrics.protocol.answer_match import (
+    AnswerMatch,
+    find_stated_answer,
+    mentions_answer,
+    negates_answer,
+    normalize_answer,
+    numbers_in_text,
+    parse_number,
+)
 
 M = "mathematics"
 
@@ -127,3 +135,120 @@ def test_numeric_science_answer_matches_number():
 def test_unknown_domain():
     with pytest.raises(ValueError):
         mentions_answer("18", ["18"], "biology")
+
+
+# ---------------------------------------------------------------------------------------------
+# find_stated_answer: the gold stated *as an answer* (stop rule, paper §3.2)
+# ---------------------------------------------------------------------------------------------
+
+F42 = ["42", "42.0"]
+
+
+@pytest.mark.parametrize(
+    "text, forms, domain, span",
+    [
+        ("The answer is 42.", F42, M, "42"),
+        ("She reads 42 pages tomorrow.", F42, M, "42"),
+        ("84 / 2 = 42", F42, M, "42"),
+        ("84 divided by 2 is 42.", F42, M, "42"),
+        ("So it's 42, right?", F42, M, "42"),  # a tag question still states it
+        ("It's 42 - can you see why?", F42, M, "42"),  # a declarative clause before the question
+        ("No, it's not 24, it's 42.", F42, M, "42"),
+        ("Not 24 but 42.", F42, M, "42"),
+        ("He paid $1,920.", ["1920", "1,920"], M, "1,920"),
+        ("It's worth 14 thousand dollars.", ["14000"], M, "14 thousand"),
+        ("Each lap is 3km.", ["3"], M, "3"),
+        ("Each friend pays $7.50.", ["7.5"], M, "7.50"),
+        ("The answer is five.", ["5"], M, "five"),
+        ("The final answer is **42**.", F42, M, "42"),
+        ("It's gravity.", ["gravity"], "physics", "gravity"),
+        ("Hydrogen sits in group one.", ["group 1"], "chemistry", "group one"),
+        ("There are two.", ["two"], "physics", "two"),
+        ("None.", ["none"], "physics", "None"),
+        ("The work done is zero.", ["none"], "physics", "zero"),
+    ],
+)
+def test_stated(text, forms, domain, span):
+    match = find_stated_answer(text, forms, domain)
+    assert isinstance(match, AnswerMatch) and match.text == span
+    assert text[match.start:match.end] == span
+
+
+@pytest.mark.parametrize(
+    "text, forms, domain",
+    [
+        ("Is it 42?", F42, M),  # a tutor's question does not state it
+        ("Is it 42 or 44?", F42, M),
+        ("Could it be gravity, or friction?", ["gravity"], "physics"),
+        ("You think it's 42?", F42, M),
+        ("It's not 42.", F42, M),
+        ("42 isn't right.", F42, M),
+        ("42 is too high.", F42, M),
+        ("42 is a good guess, but check it.", F42, M),
+        ("It isn't gravity.", ["gravity"], "physics"),
+        ("If it were 42, half would be left.", F42, M),
+        ("You said 42. Let's check.", F42, M),
+        ("Let's do step 2 first.", ["2"], M),
+        ("There are 2 steps left.", ["2"], M),
+        ("Look at part 2.", ["2"], M),
+        ("See question 5.", ["5"], M),
+        ("Use hint #2.", ["2"], M),
+        ("Plan:\n1. add\n2. halve", ["2"], M),
+        ("Do 1) add, 2) halve.", ["2"], M),
+        ("She came 2nd.", ["2"], M),
+        ("Compute 42 minus 12.", F42, M),
+        ("Subtract 12 from 42.", F42, M),
+        ("20-18=2", ["18"], M),
+        ("On a scale of 1 to 10, rate it.", ["10"], M),
+        ("It is more than 42.", F42, M),
+        ("Either 42 or 24 works.", F42, M),
+        ("One way is to draw it.", ["1"], M),
+        ("Two forces act on it.", ["two"], "physics"),  # no question given: prose
+        ("None of these options fits.", ["none"], "physics"),
+        ("Two of the forces cancel.", ["two"], "physics"),
+        ("There are two things to consider.", ["two"], "physics"),
+    ],
+)
+def test_not_stated(text, forms, domain):
+    assert find_stated_answer(text, forms, domain) is None
+
+
+def test_question_nouns_frame_a_science_count():
+    q = "How many forces do objects on earth have acting on them at all times?"
+    assert find_stated_answer("Two forces act on it.", ["two"], "physics", question=q).text == "Two"
+    assert find_stated_answer("Two minutes ago you said so.", ["two"], "physics", question=q) is None
+    assert find_stated_answer("There are 2 forces.", ["two"], "physics", question=q).text == "2"
+
+
+@pytest.mark.parametrize(
+    "text, forms, domain, proposes",
+    [
+        ("Is it 42?", F42, M, True),
+        ("42?", F42, M, True),
+        ("Maybe gravity?", ["gravity"], "physics", True),
+        ("Is it $476?", ["476"], M, True),
+        ("Would it be 42 pages?", F42, M, True),
+        ("So each lap is 3 km?", ["3"], M, True),  # a statement with a question mark
+        ("Is 1920 right?", ["1920"], M, True),
+        ("Is it 42 minus 12?", F42, M, False),  # an operand, not the answer
+        ("Is it gravity or friction?", ["gravity"], "physics", False),
+        ("I don't think it's gravity, maybe friction?", ["gravity"], "physics", False),
+        ("Is 42 half of 84?", F42, M, False),
+    ],
+)
+def test_tentative_student_proposals(text, forms, domain, proposes):
+    assert (find_stated_answer(text, forms, domain, allow_tentative=True) is not None) is proposes
+    assert find_stated_answer(text, forms, domain) is None or not text.rstrip().endswith("?")
+
+
+def test_negates_answer():
+    assert negates_answer("42 isn't right.", F42, M)
+    assert negates_answer("It's not gravity.", ["gravity"], "physics")
+    assert not negates_answer("It's 42.", F42, M)
+    assert not negates_answer("Is it not 42?", F42, M)  # a question rejects nothing
+
+
+def test_mentions_answer_is_unchanged_for_bank_checks():
+    # the bank builders still need plain occurrence, including inside a question
+    assert mentions_answer("Do they increase or decrease?", ["decrease"], "chemistry")
+    assert mentions_answer("Is it 42 or 44?", F42, M)
