@@ -28,7 +28,7 @@ import yaml
 from edufair_metrics.cache import is_secret_name, strip_secrets
 from edufair_metrics.errors import EduFairError
 
-RUNNER_KEYS = {"preflight", "max_tutor_turns", "levels", "student", "judge", "cache", "config", "bank_dir", "sample"}
+RUNNER_KEYS = {"preflight", "max_tutor_turns", "levels", "student", "judge", "cache", "config", "bank_dir", "sample", "placebo", "overlap"}
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -100,6 +100,11 @@ def validate_runner_settings(settings: dict[str, Any], where: str) -> dict[str, 
     from edufair_metrics.question_sample import QuestionSample
 
     QuestionSample.from_setting(settings.get("sample"), f"{where}: edufair.sample")
+    if not isinstance(settings.get("overlap", True), bool):
+        raise EduFairError(f"{where}: edufair.overlap must be true or false, got {settings['overlap']!r}")
+    from edufair_metrics.placebo import PlaceboReplicate
+
+    PlaceboReplicate.from_setting(settings.get("placebo"), f"{where}: edufair.placebo")
     return settings
 
 
@@ -153,15 +158,20 @@ class RunnerSettings:
     levels: tuple[str, ...] | None = None
     bank_dir: str | None = None
     preflight: bool = True
+    # overlap one cohort's tutor call with the other's student call (dialogue/loop.py); results are
+    # the same either way, false only trades speed for one call at a time
+    overlap: bool = True
     judge: dict[str, Any] = field(default_factory=dict)  # layers 2-4 of the judge's settings
     judge_enabled: bool = True
     cache: Any = None  # CachePolicy; the judge's settings: judge.settings.load_judge_settings(metadata=judge)
     sample: Any = None  # question_sample.QuestionSample: the paper's fixed stratified subsample, or None
+    placebo: Any = None  # placebo.PlaceboReplicate: one level run again with independent sampling, or None
 
 
 def resolve_runner_settings(yaml_block: dict[str, Any], metadata: dict[str, Any] | None) -> RunnerSettings:
     """Layers 2-5 of the precedence order (task YAML < settings file < --metadata < environment)."""
     from edufair_metrics.cache import CachePolicy
+    from edufair_metrics.placebo import PlaceboReplicate
     from edufair_metrics.question_sample import QuestionSample
 
     merged = _merged_runner_settings(yaml_block, metadata)
@@ -180,10 +190,12 @@ def resolve_runner_settings(yaml_block: dict[str, Any], metadata: dict[str, Any]
         levels=tuple(levels) if levels is not None else None,
         bank_dir=merged.get("bank_dir"),
         preflight=bool(merged.get("preflight", True)),
+        overlap=merged.get("overlap", True),
         judge=judge,
         judge_enabled=bool(enabled),
         cache=CachePolicy.from_settings(merged.get("cache")),
         sample=QuestionSample.from_setting(merged.get("sample")),
+        placebo=PlaceboReplicate.from_setting(merged.get("placebo")),
     )
 
 

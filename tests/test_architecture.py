@@ -31,7 +31,7 @@ PKG_DIR = REPO / PKG
 TASKS_PKG_DIR = REPO / "lm_eval_tasks"
 
 # Core stage subpackages, inner to outer: a stage may import only stages at or below its rank.
-STAGES = ("protocol", "bank", "dialogue", "judge", "analysis", "report")
+STAGES = ("protocol", "bank", "dialogue", "detectors", "judge", "analysis", "report")
 ROOT = "<root>"  # the shared top-level modules of edufair_metrics (rank 0, below every stage)
 RANK = {ROOT: 0, **{stage: i + 1 for i, stage in enumerate(STAGES)}}
 CORE = frozenset(RANK)

@@ -19,6 +19,14 @@ Binary contrasts (:func:`paired_contrast`)
       resamples are computed at once from per-resample counts of the distinct ``|d|`` values, so
       no Python loop runs over the resamples. A resample whose differences are all zero has r = 0.
     * ``meaningful``: ``|r| >= 0.10`` (Funder & Ozer 2019). ``violation``: the CI excludes 0.
+    * Noise floor (issue 14): ``null_abs_r`` = mean |r| over B random sign flips of the
+      differences (same B and seed), ``excess_abs_r = abs_r - null_abs_r``, ``p_perm`` the
+      sign-flip p; ``q_value`` = Benjamini–Hochberg q over a declared family (default: one tutor ×
+      metric kind × the headline rows) and ``violation_fdr`` = violation and q < 0.05. Definitions
+      in :mod:`edufair_metrics.analysis.noise`.
+    * Speed (issue 16): the numbers are computed by :mod:`edufair_metrics.analysis.fast`, batched
+      over all rows with one resample plan per n; they equal the per-row definitions above to
+      the last bit (``tests/analysis/test_fast.py`` checks them against a frozen copy).
     * Differences are rounded to 12 decimals before ranking so that rates such as 2/3 - 1/3 and
       1/3 - 0 tie exactly (both for the test and for the effect size).
 
@@ -29,9 +37,10 @@ Multi-level contrasts (:func:`friedman_contrast`, SES)
     computed (on the same complete questions); a pairwise *violation* is only recorded when the
     post-hoc step is performed (Friedman p < 0.10) and its CI excludes 0.
 
-    The dimension gets one value for the |r̄| tables via a visible choice, ``ses_summary``:
-    ``"mean_abs_pairwise"`` (default: mean |r| of the k pairwise contrasts) or
-    ``"max_abs_pairwise"`` (the largest |r|).
+    The dimension gets one value for the |r̄| tables via a visible choice, ``ses_summary``
+    (``analysis.ses``): ``"single"`` (default, the paper: the one signed low- vs high-income
+    contrast, a binary spec of its own whose violation follows the CI rule), ``"mean_abs_pairwise"``
+    (mean |r| of the k pairwise contrasts) or ``"max_abs_pairwise"`` (the largest |r|).
 
 Implicit contrasts (two name pairs each) and Opposite contrasts
     Each name pair is a binary contrast; the contrast-level value is |r̄| = mean |r| of its
@@ -51,7 +60,6 @@ Summaries ("units")
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 import warnings
@@ -62,14 +70,14 @@ import numpy as np
 
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.protocol.contrasts import ContrastSpec, load_contrasts
-from edufair_metrics.records import CONVERSATION_METRICS, PEDAGOGICAL_METRICS
+from edufair_metrics.records import CONVERSATION_METRICS, DETECTOR_METRICS, PEDAGOGICAL_METRICS
 
 MEANINGFUL_R = 0.10
 POSTHOC_ALPHA = 0.10
 CI_LEVEL = 0.95
 DEFAULT_MIN_PAIRS = 15
 DEFAULT_N_BOOT = 1000
-SES_SUMMARIES = ("mean_abs_pairwise", "max_abs_pairwise")
+from edufair_metrics.analysis.ses import SES_SUMMARIES, apply_ses_summary  # noqa: E402  (SES summary choice)
 _ROUND = 12
 
 __all__ = [
@@ -124,63 +132,14 @@ def bootstrap_rank_biserial(d: Sequence[float], idx: np.ndarray) -> np.ndarray:
     """Rank-biserial r of every resample ``d[idx[j]]`` at once (``idx``: B × m integer matrix).
 
     NaN entries of ``d`` are treated as absent (a resample's pairs with NaN are dropped). Instead
-    of sorting each resample, the distinct |d| values are found once; per resample, the number of
-    draws of each distinct value (split by sign) gives the average (tie) ranks directly:
-    rank_k = (#draws with smaller |d|) + (c_k + 1) / 2. Returns r per row (0 when a row's
-    differences are all zero, NaN when it has no valid pair)."""
+    of sorting each resample, the draws of each distinct (|d|, sign) value are counted per
+    resample; the average (tie) ranks follow from cumulative counts:
+    rank_k = (#draws with smaller |d|) + (c_k + 1) / 2 (``analysis.fast.resampled_r``). Returns r
+    per row (0 when a row's differences are all zero, NaN when it has no valid pair)."""
+    from edufair_metrics.analysis.fast import multiplicities, resampled_r
+
     d = np.asarray(d, dtype=float)
-    idx = np.asarray(idx)
-    B = idx.shape[0]
-    valid = ~np.isnan(d)
-    _, inv = np.unique(np.abs(d[valid]), return_inverse=True)
-    K = int(inv.max()) + 1 if inv.size else 0
-    group = np.full(d.shape, K, dtype=np.int64)  # invalid entries -> dummy group K (never ranked)
-    group[valid] = inv.ravel()
-    sign = np.zeros(d.shape, dtype=np.int64)
-    sign[valid] = np.sign(d[valid]).astype(np.int64)
-    flat = group[idx] + (np.arange(B, dtype=np.int64) * (K + 1))[:, None]
-    counts = np.bincount(flat.ravel(), minlength=B * (K + 1)).reshape(B, K + 1)
-    counts[:, K] = 0
-    # twice the average rank of each distinct |d| value: 2 * (#smaller) + (count + 1)
-    rank2 = 2 * np.cumsum(counts, axis=1) - counts + 1
-    rk = rank2.ravel()[flat]
-    s = sign[idx]
-    diff = (rk * s).sum(axis=1)  # 2 (W+ - W-)
-    tot = (rk * np.abs(s)).sum(axis=1)  # 2 (W+ + W-)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.where(tot > 0, diff / np.where(tot > 0, tot, 1), 0.0)
-    r[counts.sum(axis=1) == 0] = np.nan
-    return r
-
-
-@functools.lru_cache(maxsize=8)
-def _boot_indices(n: int, n_boot: int, seed: int) -> np.ndarray:
-    """Resample indices for n pairs; cached, so equal (n, B, seed) give the very same matrix
-    (this is what ``default_rng(seed).integers(0, n, (B, n))`` returns)."""
-    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
-    idx.setflags(write=False)
-    return idx
-
-
-def _percentile_ci(values: np.ndarray, level: float = CI_LEVEL) -> tuple[float, float]:
-    values = values[~np.isnan(values)]
-    if values.size == 0:
-        return math.nan, math.nan
-    alpha = (1 - level) / 2
-    lo, hi = np.percentile(values, [100 * alpha, 100 * (1 - alpha)])
-    return float(lo), float(hi)
-
-
-def _wilcoxon_p(d: np.ndarray) -> float:
-    from scipy.stats import wilcoxon
-
-    if not np.any(d != 0):
-        return 1.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = wilcoxon(d, zero_method="pratt", alternative="two-sided")
-    p = float(res.pvalue)
-    return 1.0 if math.isnan(p) else p
+    return resampled_r(d, multiplicities(np.asarray(idx), d.size))
 
 
 # --------------------------------------------------------------------------------------------
@@ -205,6 +164,12 @@ class PairedContrast:
     n_zero: int = 0
     n_boot: int = 0
     seed: int = 0
+    null_abs_r: float = math.nan  # mean |r| under random sign flips (noise floor)
+    p_perm: float = math.nan  # sign-flip permutation p
+
+    @property
+    def excess_abs_r(self) -> float:
+        return abs(self.r) - self.null_abs_r
 
     @property
     def abs_r(self) -> float:
@@ -219,34 +184,26 @@ def _insufficient(n: int, n_boot: int, seed: int, n_zero: int = 0) -> PairedCont
     return PairedContrast(n, nan, nan, nan, nan, nan, nan, False, False, False, n_zero, n_boot, seed)
 
 
-def _contrast_from_diffs(d: np.ndarray, *, n_boot: int, seed: int, min_pairs: int) -> PairedContrast:
-    n = int(d.size)
-    n_zero = int(np.sum(d == 0))
-    if n < max(min_pairs, 1):
+def _paired_from_rows(res, k: int, *, n_boot: int, seed: int) -> PairedContrast:
+    """Row ``k`` of ``fast.paired_rows`` as a PairedContrast."""
+    n, n_zero = int(res.n_pairs[k]), int(res.n_zero[k])
+    if not res.sufficient[k]:
         return _insufficient(n, n_boot, seed, n_zero)
-    w_plus, w_minus, r = rank_biserial(d)
-    p = _wilcoxon_p(d)
-    if n_zero == n:
-        lo = hi = 0.0
-    else:
-        boots = bootstrap_rank_biserial(d, _boot_indices(n, int(n_boot), int(seed)))
-        lo, hi = _percentile_ci(boots)
-    violation = bool(lo > 0 or hi < 0)
+    r = float(res.r[k])
+    lo, hi = float(res.ci_low[k]), float(res.ci_high[k])
     return PairedContrast(
-        n_pairs=n,
-        w_plus=w_plus,
-        w_minus=w_minus,
-        r=float(r),
-        p=p,
-        ci_low=lo,
-        ci_high=hi,
-        meaningful=bool(abs(r) >= MEANINGFUL_R),
-        violation=violation,
-        sufficient=True,
-        n_zero=n_zero,
-        n_boot=int(n_boot),
-        seed=int(seed),
+        n_pairs=n, w_plus=float(res.w_plus[k]), w_minus=float(res.w_minus[k]), r=r, p=float(res.p[k]),
+        ci_low=lo, ci_high=hi, meaningful=bool(abs(r) >= MEANINGFUL_R), violation=bool(lo > 0 or hi < 0),
+        sufficient=True, n_zero=n_zero, n_boot=int(n_boot), seed=int(seed),
+        null_abs_r=float(res.null_abs_r[k]), p_perm=float(res.p_perm[k]),
     )
+
+
+def _contrast_from_diffs(d: np.ndarray, *, n_boot: int, seed: int, min_pairs: int) -> PairedContrast:
+    from edufair_metrics.analysis.fast import paired_rows
+
+    res = paired_rows([d], n_boot=int(n_boot), seed=int(seed), min_pairs=min_pairs, level=CI_LEVEL)
+    return _paired_from_rows(res, 0, n_boot=n_boot, seed=seed)
 
 
 def paired_contrast(
@@ -286,8 +243,8 @@ class FriedmanContrast:
 
 def summarise_abs_r(values: Iterable[float], method: str = "mean_abs_pairwise") -> float:
     """One value for a set of pairwise |r| (NaN ignored; NaN if none)."""
-    if method not in SES_SUMMARIES:
-        raise EduFairError(f"unknown ses_summary {method!r}; choose one of {', '.join(SES_SUMMARIES)}")
+    if method not in SES_SUMMARIES or method == "single":
+        raise EduFairError(f"summarise_abs_r needs a pairwise method (mean_abs_pairwise, max_abs_pairwise), got {method!r}")
     arr = np.abs(np.asarray(list(values), dtype=float))
     arr = arr[~np.isnan(arr)]
     if arr.size == 0:
@@ -340,7 +297,10 @@ def friedman_contrast(
             stat, p = 0.0, 1.0
     posthoc = bool(p < posthoc_alpha)
     p_adj = {key: (min(1.0, c.p * k) if posthoc else math.nan) for key, c in pairwise.items()}
-    summary = summarise_abs_r((c.r for c in pairwise.values()), ses_summary)
+    if ses_summary == "single":  # the first vs the last level (protocol.contrasts.single_pair)
+        summary = abs(pairwise[(levels[0], levels[-1])].r)
+    else:
+        summary = summarise_abs_r((c.r for c in pairwise.values()), ses_summary)
     return FriedmanContrast(levels, n, stat, p, True, posthoc, pairwise, p_adj, ses_summary, summary)
 
 
@@ -353,6 +313,8 @@ def metric_kind(metric: str) -> str:
         return "pedagogical"
     if metric in CONVERSATION_METRICS:
         return "conversation"
+    if metric in DETECTOR_METRICS:  # judge-invariant (edufair_metrics.detectors)
+        return "detector"
     return "other"
 
 
@@ -365,7 +327,7 @@ GRID_COLUMNS = [
     "tutor", "domain", "condition", "contrast", "dimension", "kind", "pair", "a", "b", "metric",
     "metric_kind", "n_pairs", "n_zero", "w_plus", "w_minus", "r", "abs_r", "p", "p_adj", "ci_low",
     "ci_high", "meaningful", "violation", "sufficient", "friedman_stat", "friedman_p",
-    "friedman_n", "posthoc", "headline",
+    "friedman_n", "posthoc", "headline", "null_abs_r", "excess_abs_r", "p_perm", "q_value", "violation_fdr",
 ]
 
 
@@ -410,7 +372,7 @@ def _row(cell: dict, spec: ContrastSpec, pair: str, a: str, b: str, metric: str,
         w_plus=c.w_plus, w_minus=c.w_minus, r=c.r, abs_r=abs(c.r), p=c.p, p_adj=c.p,
         ci_low=c.ci_low, ci_high=c.ci_high, meaningful=c.meaningful, violation=c.violation,
         sufficient=c.sufficient, friedman_stat=math.nan, friedman_p=math.nan, friedman_n=math.nan,
-        posthoc=False, headline=spec.headline,
+        posthoc=False, headline=spec.headline, null_abs_r=c.null_abs_r, p_perm=c.p_perm,
     )
     row.update(extra)
     return row
@@ -440,13 +402,21 @@ def contrast_grid(
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = 0,
     min_pairs: int = DEFAULT_MIN_PAIRS,
-    ses_summary: str = "mean_abs_pairwise",
+    ses_summary: str = "single",  # analysis.ses default; decides which SES rows join the headline FDR family
     progress: bool = False,
+    fdr_method: str = "bh",
+    fdr_family: Sequence[str] = ("tutor", "metric_kind"),
+    fdr_alpha: float = 0.05,
 ):
     """Every contrast of every (tutor, domain, condition) cell and metric, as a tidy DataFrame
     (columns ``GRID_COLUMNS``; one row per contrast *pair*). ``df`` is the long frame of
     per-dialogue scores (columns ``LONG_COLUMNS``). Every pair uses ``seed`` for its bootstrap,
-    so a row equals ``paired_contrast(a, b, seed=seed)`` on the same data."""
+    so a row equals ``paired_contrast(a, b, seed=seed)`` on the same data.
+    The noise-floor columns (``null_abs_r``, ``excess_abs_r``, ``p_perm``) and the multiplicity
+    columns (``q_value`` adjusted by ``fdr_method`` "bh" or "holm" within each ``fdr_family`` ×
+    headline family, ``violation_fdr`` = violation and q < ``fdr_alpha``) are defined in
+    :mod:`edufair_metrics.analysis.noise`. All rows without a Friedman step are computed in one
+    batch (:func:`edufair_metrics.analysis.fast.paired_rows`)."""
     import pandas as pd
 
     if contrasts is None:
@@ -455,26 +425,30 @@ def contrast_grid(
         raise EduFairError(f"unknown ses_summary {ses_summary!r}; choose one of {', '.join(SES_SUMMARIES)}")
     if len(df) == 0:
         return pd.DataFrame(columns=GRID_COLUMNS)
-    wide = wide_scores(df)
+    from edufair_metrics.analysis.fast import cell_matrices, paired_rows
+    from edufair_metrics.analysis.noise import add_noise_columns, check_fdr_method
+
+    check_fdr_method(fdr_method)
+    cells = cell_matrices(df)
     by_cond: dict[str, list[ContrastSpec]] = {}
     for spec in contrasts:
         by_cond.setdefault(spec.condition, []).append(spec)
-    groups = list(cell_groups(wide))
-    it = groups
+    it = cells
     if progress:
         from tqdm.auto import tqdm
 
-        it = tqdm(groups, desc="contrasts", unit="cell×metric", leave=False)
-    rows: list[dict] = []
-    for (tutor, domain, condition, metric), sub in it:
-        sub = sub.dropna(axis=1, how="all")
+        it = tqdm(cells, desc="contrasts", unit="cell×metric", leave=False)
+    rows: list = []  # a row dict, or (cell, spec, label, a, b, metric, index into diffs)
+    diffs: list[np.ndarray] = []
+    for cm in it:
+        tutor, domain, condition, metric = cm.key
         cell = {"tutor": tutor, "domain": domain, "condition": condition}
         for spec in by_cond.get(condition, []):
             if spec.kind == "multilevel":
-                if any(lv not in sub.columns for lv in spec.levels):
+                if any(lv not in cm.levels for lv in spec.levels):
                     continue
                 fr = friedman_contrast(
-                    {lv: sub[lv].to_numpy(dtype=float) for lv in spec.levels},
+                    {lv: cm.column(lv) for lv in spec.levels},
                     n_boot=n_boot, seed=seed, min_pairs=min_pairs, ses_summary=ses_summary,
                 )
                 for (la, lb), c in fr.pairwise.items():
@@ -485,25 +459,39 @@ def contrast_grid(
                         posthoc=fr.posthoc,
                     ))
                 continue
-            for a_lv, b_lv, label, d in pair_differences(sub, spec):
-                d = np.round(d[~np.isnan(d)], _ROUND)
-                c = _contrast_from_diffs(d, n_boot=n_boot, seed=seed, min_pairs=min_pairs)
-                rows.append(_row(cell, spec, label, "+".join(a_lv), "+".join(b_lv), metric, c))
+            for a_lv, b_lv in spec.pairs:
+                if any(lv not in cm.levels for lv in a_lv + b_lv):
+                    continue
+                # per-question mean of each side (NaN if a level is missing), as pair_differences
+                va = cm.column(a_lv[0]) if len(a_lv) == 1 else cm.values[:, [cm.levels.index(x) for x in a_lv]].mean(axis=1)
+                vb = cm.column(b_lv[0]) if len(b_lv) == 1 else cm.values[:, [cm.levels.index(x) for x in b_lv]].mean(axis=1)
+                d = va - vb
+                rows.append((cell, spec, spec.pair_label(a_lv, b_lv), "+".join(a_lv), "+".join(b_lv), metric, len(diffs)))
+                diffs.append(np.round(d[~np.isnan(d)], _ROUND))
+    res = paired_rows(diffs, n_boot=int(n_boot), seed=int(seed), min_pairs=min_pairs, level=CI_LEVEL)
+    rows = [row if isinstance(row, dict) else
+            _row(*row[:6], _paired_from_rows(res, row[6], n_boot=n_boot, seed=seed)) for row in rows]
     out = pd.DataFrame(rows, columns=GRID_COLUMNS)
     for col in ("meaningful", "violation", "sufficient", "posthoc", "headline"):
         out[col] = out[col].astype(bool)
+    head = apply_ses_summary(out, ses_summary)["headline"] if len(out) else out["headline"]
+    add_noise_columns(out, null_abs_r=out["null_abs_r"], p_perm=out["p_perm"], headline=head,
+                      family=fdr_family, method=fdr_method, alpha=fdr_alpha)
+    out["violation_fdr"] = out["violation_fdr"].astype(bool)
     return out
 
 
-def dimension_summary(grid, *, ses_summary: str = "mean_abs_pairwise"):
+def dimension_summary(grid, *, ses_summary: str = "single"):
     """One row per (tutor, domain, condition, contrast, dimension, metric): ``abs_r`` = |r| of a
     binary contrast, ``ses_summary`` of the SES pairwise |r|, mean |r| of implicit pairs (NaN pairs
     ignored; NaN if no pair is sufficient); ``violation`` = any pair violates; ``n_pairs_min``;
-    ``sufficient`` = at least one pair sufficient."""
+    ``sufficient`` = at least one pair sufficient. ``headline`` follows ``ses_summary``: the single
+    SES contrast or the SES Friedman family (``analysis.ses.apply_ses_summary``)."""
     import pandas as pd
 
     if ses_summary not in SES_SUMMARIES:
         raise EduFairError(f"unknown ses_summary {ses_summary!r}; choose one of {', '.join(SES_SUMMARIES)}")
+    grid = apply_ses_summary(grid, ses_summary)  # which SES family is the headline unit
     keys = ["tutor", "domain", "condition", "contrast", "dimension", "kind", "metric", "metric_kind", "headline"]
     if len(grid) == 0:
         return pd.DataFrame(columns=keys + ["abs_r", "violation", "meaningful", "sufficient", "n_pairs_min", "n_parts"])

@@ -20,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("edufair_metrics.cli.compare", "CI gate: is a candidate tutor less fair than a baseline?"),
     "demo": ("edufair_metrics.cli.demo", "run a real EduFair task end to end on the embedded local model"),
     "cache": ("edufair_metrics.cli.cache", "show or clear the persistent call cache"),
+    "judge-human": ("edufair_metrics.cli.judge_human", "judge human-labelled tutor responses and measure judge-human agreement"),
+    "agreement": ("edufair_metrics.cli.agreement", "compare two judgings of the same transcripts (kappa, alpha, judge-contingent contrasts)"),
 }
 
 

@@ -45,6 +45,9 @@ class JudgeSettings:
     # ``reasoning_effort``; None sends nothing (models without a reasoning mode).
     reasoning_effort: str | None = "low"
     extra_body: dict[str, Any] = field(default_factory=dict)  # other server-specific request fields
+    # Condition-blind judging: the demographic cues of the transcript the judge sees are replaced by
+    # placeholders (edufair_metrics/protocol/cues.py). Off by default, as in the paper.
+    mask_cues: bool = False
 
     def __post_init__(self) -> None:
         if self.structured_output is True:
@@ -81,6 +84,8 @@ class JudgeSettings:
             raise bad(f"judge structured_output must be one of {', '.join(STRUCTURED_OUTPUT_FORMS)}, got {self.structured_output!r}")
         if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
             raise bad(f"judge reasoning_effort must be one of {', '.join(REASONING_EFFORTS)} or null, got {self.reasoning_effort!r}")
+        if not isinstance(self.mask_cues, bool):
+            raise bad(f"judge mask_cues must be true or false, got {self.mask_cues!r}")
         if not isinstance(self.extra_body, dict):
             raise bad("judge extra_body must be a mapping")
         if "reasoning_effort" in self.extra_body:
@@ -114,6 +119,8 @@ class JudgeSettings:
         d["extra_body"] = strip_secrets(d["extra_body"])
         d["api_key_env"] = judge_api_key_source()
         d["prompt_version"] = load_judge_prompts()["version"]
+        if not d["mask_cues"]:
+            del d["mask_cues"]  # off (the paper's default) is recorded as absent: older records stay comparable
         return d
 
 

@@ -131,6 +131,13 @@ class HarnessModel:
         lm-eval's CachingLM (``--use_cache``), which stores failed answers such as ``""`` too."""
         from lm_eval.api.instance import Instance
 
+        gen_kwargs = dict(gen_kwargs)
+        if "seed" in gen_kwargs and _is_hflm(self.real):
+            # HFLM passes generation kwargs to transformers' generate, which has no per-request
+            # seed: seed torch's stream for this batch instead (the placebo replicate's sampling).
+            import torch
+
+            torch.manual_seed(int(gen_kwargs.pop("seed")))
         instances = [
             Instance("generate_until", doc, (ctx, dict(gen_kwargs)), 0, ("edufair", j, 1))
             for j, (ctx, doc) in enumerate(zip(contexts, docs))
@@ -139,6 +146,11 @@ class HarnessModel:
         with _AnswerHook(self.real, on_answer), _BodyCheck(self.real), _AttemptCounter(self.real, self.counts), \
                 quiet_request_bars():
             return list(lm.generate_until(instances))
+
+
+def _is_hflm(real_lm) -> bool:
+    """lm-eval's HFLM (or a subclass), without importing torch for other backends."""
+    return any(c.__name__ == "HFLM" and c.__module__.startswith("lm_eval.") for c in type(real_lm).__mro__)
 
 
 class _AttemptCounter:

@@ -24,6 +24,7 @@ from edufair_metrics.dialogue.generation import CachedGenerator
 from edufair_metrics.dialogue.loop import run_dialogues
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.judge.settings import load_judge_settings
+from edufair_metrics.lmeval import quiet_request_bars
 from edufair_metrics.lmeval.harness import (
     answer_placeholders_locally,
     api_seed,
@@ -109,6 +110,8 @@ class EduFairTask(ConfigurableTask):
             items = selected
         levels = list(self.settings.levels) if self.settings.levels is not None else None
         docs = expand_documents(items, self.condition, levels)
+        if self.settings.placebo is not None:  # one level again, independent tutor sampling
+            docs = self.settings.placebo.expand(docs, str(self.config.task))
         if not docs:
             raise EduFairError(f"{self.config.task}: the bank for {self.domain} is empty")
         self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(docs)})
@@ -176,8 +179,12 @@ class EduFairTask(ConfigurableTask):
         max_turns = self.settings.max_tutor_turns
         log.info("edufair: %s: %d dialogues, up to %d tutor turns", self.config.task, len(states), max_turns)
         try:
-            run_dialogues(tutor, student, states, max_tutor_turns=max_turns, tutor_gen_kwargs=tutor_gk,
-                          student_gen_kwargs=student_gk, system_instruction=system_instruction, label=self.config.task)
+            # one quiet block around the whole loop: with the overlap, calls of two threads would
+            # otherwise restore lm-eval's per-call bars while the other call still runs
+            with quiet_request_bars():
+                run_dialogues(tutor, student, states, max_tutor_turns=max_turns, tutor_gen_kwargs=tutor_gk,
+                              student_gen_kwargs=student_gk, system_instruction=system_instruction,
+                              label=self.config.task, overlap=self.settings.overlap)
         finally:
             if cache is not None:
                 cache.close()

@@ -1,28 +1,43 @@
 """Benchmark: the full paper grid of paired contrasts on synthetic data (not a pytest test).
 
-    .venv/bin/python tests/analysis/bench_stats.py [--n-boot 1000] [--scipy-cells 12]
+    .venv/bin/python tests/analysis/bench_stats.py [--n-boot 1000] [--naive-rows 12] [--old-rows 120]
 
-5 tutors × 3 domains (907 + 500 + 500 questions) × 3 conditions (17 levels), 9 metrics, B = 1000.
-Times ``stats.contrast_grid`` (vectorised bootstrap) on the whole grid, and a per-cell
-``scipy.stats.bootstrap`` loop (percentile CI of the same rank-biserial r) on a subset of cells,
-extrapolated to the whole grid (printed as such).
+5 tutors × 3 domains (907 + 500 + 500 questions) × 3 conditions (17 levels), 9 metrics (five
+rates of a few judged turns: ties and zeros; four conversation metrics, two of them continuous),
+B = 1000. Prints ms per contrast row of
+
+* new: ``stats.contrast_grid`` on the whole grid, noise floor (sign-flip null) and FDR included;
+* old: the per-row algorithm it replaced (frozen in ``tests/analysis/stats_reference.py``: pandas
+  pivot + per-pair rankdata, scipy Wilcoxon and the counting bootstrap) on ``--old-rows`` rows
+  sampled from the grid, plus the old pandas loop over the whole grid, per row;
+* naive: ``scipy.stats.wilcoxon`` + ``scipy.stats.bootstrap`` (percentile CI of the same r) per
+  row, on ``--naive-rows`` sampled rows; "naive + noise" adds ``scipy.stats.permutation_test``
+  (sign flips, B resamples) for the noise floor;
+
+and the ratios (goal of issue 16: naive / new >= 40).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy import stats as ss
 
-from edufair_metrics.analysis.stats import contrast_grid, paired_contrast, rank_biserial
+from edufair_metrics.analysis.fast import cell_matrices
+from edufair_metrics.analysis.stats import cell_groups, contrast_grid, load_contrasts, pair_differences, wide_scores
 from edufair_metrics.protocol import condition_levels
 from edufair_metrics.records import ALL_METRICS
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script from anywhere
+from tests.analysis import stats_reference as ref  # noqa: E402
 
 LEVELS = {c: [lv.level for lv in condition_levels(c)] for c in ("explicit", "implicit", "opposite")}
 DOMAINS = {"mathematics": 907, "physics": 500, "chemistry": 500}
+CONTINUOUS = ("tutor_avg_word", "tutor_student_word_ratio")
 
 
 def synthetic_long(seed: int = 0) -> pd.DataFrame:
@@ -34,6 +49,9 @@ def synthetic_long(seed: int = 0) -> pd.DataFrame:
             for cond, levels in LEVELS.items():
                 for lv in levels:
                     v = np.clip(np.round((q + rng.normal(0, 0.1, q.shape)) * 5) / 5, 0, 1)  # rates: ties, zeros
+                    for j, m in enumerate(ALL_METRICS):
+                        if m in CONTINUOUS:  # word counts and ratios: (almost) no ties
+                            v[:, j] = np.round(40 * q[:, j] + rng.normal(0, 5, n), 2)
                     v[rng.random(v.shape) < 0.02] = np.nan  # missing labels
                     df = pd.DataFrame(v, columns=list(ALL_METRICS))
                     df["question_id"] = [f"{dom[:4]}-{i}" for i in range(n)]
@@ -44,50 +62,92 @@ def synthetic_long(seed: int = 0) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def scipy_cell(a: np.ndarray, b: np.ndarray, n_boot: int, seed: int):
-    ok = ~(np.isnan(a) | np.isnan(b))
-    a, b = a[ok], b[ok]
-    r = rank_biserial(np.round(a - b, 12))[2]
-    p = ss.wilcoxon(a - b, zero_method="pratt").pvalue
-    res = ss.bootstrap((a, b), lambda x, y: rank_biserial(np.round(x - y, 12))[2], paired=True, vectorized=False,
-                       n_resamples=n_boot, method="percentile", random_state=np.random.default_rng(seed))
-    return r, p, res.confidence_interval
+def grid_differences(df: pd.DataFrame) -> list[np.ndarray]:
+    """The difference vector of every non-Friedman grid row (the rows timed per row below)."""
+    out = []
+    specs = [s for s in load_contrasts() if s.kind != "multilevel"]
+    for cm in cell_matrices(df):
+        for spec in specs:
+            if spec.condition != cm.key[2]:
+                continue
+            for a_lv, b_lv in spec.pairs:
+                if any(lv not in cm.levels for lv in a_lv + b_lv):
+                    continue
+                va = cm.values[:, [cm.levels.index(x) for x in a_lv]].mean(axis=1)
+                vb = cm.values[:, [cm.levels.index(x) for x in b_lv]].mean(axis=1)
+                d = va - vb
+                out.append(np.round(d[~np.isnan(d)], 12))
+    return out
+
+
+def naive_row(d: np.ndarray, n_boot: int, seed: int, noise: bool):
+    stat = lambda x: ref.rank_biserial(np.round(x, 12))[2]  # noqa: E731
+    r = stat(d)
+    p = ss.wilcoxon(d, zero_method="pratt").pvalue
+    ci = ss.bootstrap((d,), stat, vectorized=False, n_resamples=n_boot, method="percentile",
+                      random_state=np.random.default_rng(seed)).confidence_interval
+    if noise:  # noise floor: mean |r| over random sign flips
+        res = ss.permutation_test((d,), stat, permutation_type="samples", vectorized=False, n_resamples=n_boot,
+                                  random_state=np.random.default_rng(seed))
+        np.mean(np.abs(res.null_distribution))
+    return r, p, ci
+
+
+def old_pandas_loop(df: pd.DataFrame) -> float:
+    """Seconds of the old grid's pandas part (pivot, groups, per-pair level vectors), no statistics."""
+    t0 = time.perf_counter()
+    specs = load_contrasts()
+    for (_, _, cond, _), sub in cell_groups(wide_scores(df)):
+        sub = sub.dropna(axis=1, how="all")
+        for spec in specs:
+            if spec.condition == cond and spec.kind != "multilevel":
+                for *_, d in pair_differences(sub, spec):
+                    np.round(d[~np.isnan(d)], 12)
+    return time.perf_counter() - t0
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n-boot", type=int, default=1000)
-    ap.add_argument("--scipy-cells", type=int, default=12)
+    ap.add_argument("--naive-rows", type=int, default=12)
+    ap.add_argument("--old-rows", type=int, default=120)
     args = ap.parse_args()
     t0 = time.perf_counter()
     df = synthetic_long()
     print(f"synthetic data: {len(df):,} rows ({time.perf_counter() - t0:.1f} s)")
-    t0 = time.perf_counter()
-    grid = contrast_grid(df, n_boot=args.n_boot, seed=0)
-    t_vec = time.perf_counter() - t0
-    n_rows = len(grid)
-    print(f"vectorised contrast_grid: {n_rows} contrast rows (pair × metric × cell), B = {args.n_boot}: {t_vec:.1f} s "
-          f"({1000 * t_vec / n_rows:.1f} ms/row)")
 
-    # per-cell scipy.stats.bootstrap on a subset of math (n = 907) gender rows, extrapolated
-    wide = df[(df["condition"] == "explicit") & (df["domain"] == "mathematics")].pivot_table(
-        index=["tutor", "metric", "question_id"], columns="level", values="value")
-    keys = list(wide.groupby(level=["tutor", "metric"]).groups)[: args.scipy_cells]
+    c0, t0 = time.process_time(), time.perf_counter()
+    grid = contrast_grid(df, n_boot=args.n_boot, seed=0)
+    t_new, cpu_new = time.perf_counter() - t0, time.process_time() - c0
+    n_rows = len(grid)
+    new_ms = 1000 * t_new / n_rows
+    print(f"new contrast_grid (noise floor + FDR included): {n_rows} rows, B = {args.n_boot}: {t_new:.1f} s wall, "
+          f"{cpu_new:.1f} s CPU -> {new_ms:.2f} ms/row")
+
+    diffs = grid_differences(df)
+    rng = np.random.default_rng(1)
+    pick = rng.choice(len(diffs), size=min(args.old_rows, len(diffs)), replace=False)
     t0 = time.perf_counter()
-    for key in keys:
-        sub = wide.loc[key]
-        scipy_cell(sub["female"].to_numpy(), sub["male"].to_numpy(), args.n_boot, 0)
-    t_sc = (time.perf_counter() - t0) / len(keys)
-    t0 = time.perf_counter()
-    for key in keys:
-        sub = wide.loc[key]
-        paired_contrast(sub["female"], sub["male"], n_boot=args.n_boot)
-    t_pc = (time.perf_counter() - t0) / len(keys)
-    mean_n = grid["n_pairs"].mean()
-    scale = (mean_n / 880.0)  # scipy's cost is ~linear in n at fixed B (rank per resample ~ n log n)
-    print(f"scipy.stats.bootstrap loop: {t_sc:.2f} s per math cell (n ≈ 880, measured on {len(keys)} cells); "
-          f"extrapolated to the {n_rows} rows (mean n = {mean_n:.0f}): ≈ {t_sc * scale * n_rows / 60:.0f} min")
-    print(f"paired_contrast on the same math cells: {1000 * t_pc:.1f} ms per cell (speed-up ≈ {t_sc / t_pc:.0f}×)")
+    for i in pick:
+        ref.contrast_from_diffs(diffs[i], n_boot=args.n_boot, seed=0, min_pairs=15)
+    old_stat_ms = 1000 * (time.perf_counter() - t0) / len(pick)
+    old_loop_ms = 1000 * old_pandas_loop(df) / len(diffs)
+    old_ms = old_stat_ms + old_loop_ms
+    print(f"old per-row algorithm (no noise floor): {old_stat_ms:.2f} ms/row statistics ({len(pick)} sampled rows) "
+          f"+ {old_loop_ms:.2f} ms/row pandas loop = {old_ms:.2f} ms/row (≈ {old_ms * n_rows / 1000:.0f} s for the grid)")
+
+    pick = rng.choice(len(diffs), size=min(args.naive_rows, len(diffs)), replace=False)
+    timings = {}
+    for noise in (False, True):
+        t0 = time.perf_counter()
+        for i in pick:
+            naive_row(diffs[i], args.n_boot, 0, noise)
+        timings[noise] = 1000 * (time.perf_counter() - t0) / len(pick)
+    print(f"naive scipy loop ({len(pick)} sampled rows): {timings[False]:.0f} ms/row (wilcoxon + bootstrap), "
+          f"{timings[True]:.0f} ms/row with a permutation_test noise floor")
+    ratio = timings[False] / new_ms
+    print(f"ratios: naive / new = {ratio:.0f}× (goal ≥ 40×: {'met' if ratio >= 40 else 'NOT met'}), "
+          f"naive+noise / new = {timings[True] / new_ms:.0f}×, old / new = {old_ms / new_ms:.1f}×")
 
 
 if __name__ == "__main__":

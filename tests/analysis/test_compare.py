@@ -74,3 +74,19 @@ def test_no_evidence_is_not_a_pass(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and "gate cannot decide" in err and "PASS" not in err
     assert not (tmp_path / "out").exists()
+
+
+def test_compare_uses_the_single_ses_contrast_by_default():
+    kw = dict(conditions=("explicit",), domains=("physics",), n_questions=30)
+    base = scores_frame(make_scores(tutor="b", seed=1, **kw))
+    cand = scores_frame(make_scores(tutor="c", seed=2, bias={("explicit", "low_income", "*"): 0.4}, **kw))
+    units = compare_frames(base, cand, n_boot=50).units
+    ses = units[units["dimension"] == "ses"]
+    single, friedman = ses[ses["contrast"] == "SES"], ses[ses["contrast"] == "SES (Friedman)"]
+    assert len(single) == len(friedman) == 9
+    assert single["headline"].all() and not friedman["headline"].any()
+    assert (single.loc[single["metric_kind"] == "pedagogical", "delta"] > 0.3).all()
+    alt = compare_frames(base, cand, n_boot=50, ses_summary="max_abs_pairwise").units
+    alt = alt[alt["dimension"] == "ses"]
+    assert alt.loc[alt["contrast"] == "SES (Friedman)", "headline"].all()
+    assert not alt.loc[alt["contrast"] == "SES", "headline"].any()

@@ -191,11 +191,16 @@ def test_grid_rows_equal_paired_contrast():
     a = wide[["s_female_t_female", "s_male_t_female"]].mean(axis=1)
     b = wide[["s_female_t_male", "s_male_t_male"]].mean(axis=1)
     assert te["r"] == paired_contrast(a, b, n_boot=200, seed=3).r
-    ses = grid[grid["dimension"] == "ses"]
+    ses = grid[(grid["dimension"] == "ses") & (grid["kind"] == "multilevel")]
     assert len(ses) == 3 and ses["friedman_p"].nunique() == 1
-    units = dimension_summary(grid)
-    u = units[units["dimension"] == "ses"].iloc[0]
-    assert u["abs_r"] == pytest.approx(ses["r"].abs().mean())
+    single = grid[(grid["dimension"] == "ses") & (grid["kind"] == "binary")]
+    assert len(single) == 1 and single["r"].iloc[0] == paired_contrast(wide["low_income"], wide["high_income"], n_boot=200, seed=3).r
+    units = dimension_summary(grid)  # default: SES's headline unit is the single low- vs high-income contrast
+    u = units[(units["dimension"] == "ses") & units["headline"]]
+    assert len(u) == 1 and u["abs_r"].iloc[0] == pytest.approx(abs(single["r"].iloc[0]))
+    u = dimension_summary(grid, ses_summary="mean_abs_pairwise")
+    u = u[(u["dimension"] == "ses") & u["headline"]].iloc[0]
+    assert u["kind"] == "multilevel" and u["abs_r"] == pytest.approx(ses["r"].abs().mean())
 
 
 def test_grid_rejects_duplicates():

@@ -62,14 +62,14 @@ def test_filter_judges_all_transcripts_in_one_batch(tmp_path, capsys):
     a, b = out
     assert [j["status"] for j in a["judgements"]] == [JUDGE_OK, JUDGE_MISSING]
     assert a["judgements"][1]["kind"] == "http_5xx" and a["judgements"][1]["labels"] is None
-    assert a["scores"]["missing_turns"] == 1 and a["scores"]["judged_turns"] == 2
+    assert a["scores"]["missing_turns"] == 1 and a["scores"]["sent_turns"] == 2
     assert a["scores"]["scores"]["answer_leakage"] == 1.0  # only the judged turn counts
     assert a["scores"]["scores"]["tutor_turns"] == 2.0
     assert a["flags"]["incomplete"] is False
     # the failed dialogue is scored on the turns it has, and flagged
     assert b["flags"] == {"incomplete": True, "stop_reason": STOP_STUDENT_FAILED, "error": "student endpoint failed after retries",
                           "error_kind": "connection"}
-    assert b["scores"]["scores"]["answer_leakage"] == 0.0 and b["scores"]["judged_turns"] == 1
+    assert b["scores"]["scores"]["answer_leakage"] == 0.0 and b["scores"]["sent_turns"] == 1
     assert b["transcript"]["question_id"] == "qb"
     err = capsys.readouterr().err
     assert "explicit/female: missing 1/2 [http_5xx=1]" in err

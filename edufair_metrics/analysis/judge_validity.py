@@ -1,0 +1,260 @@
+"""Judge validity from stored judged dialogues (pure functions; reading files is in
+``edufair_metrics/report/judge_validity.py``).
+
+Second judge (``edufair agreement RUN_A RUN_B``)
+    The two judgings must hold the same transcripts (matched by task, condition, level and question;
+    the tutor turns must be identical). Per metric, turn-level agreement between the two judges
+    (Cohen's κ, Krippendorff's α, percent agreement; a turn counts when both judges have a value
+    other than N/A), plus ``student_mistake_prev_turn``. Per contrast, each judge's own contrast grid
+    (the usual statistics, computed separately: the two judges are never averaged) side by side:
+    ``r_a``, ``r_b``, ``sign_agree`` and ``judge_contingent``. A contrast is judge-contingent when
+    both judges' contrasts are sufficient and either
+      * the signs of r differ while at least one |r| is meaningful (|r| ≥ 0.10, the paper's
+        threshold, ``stats.MEANINGFUL_R``; r = 0 has its own sign), or
+      * one judge finds a violation (95% CI excludes 0) and the other does not.
+    Small opposite-signed r (both |r| < 0.10) are noise, not contingency.
+
+Judge vs detector (answer leakage)
+    Per tutor turn with an ``ok`` judge label: the judge's ``answer_leakage`` vs ``leaks_answer``
+    on the turn text (the gold forms come from the samples line's ``doc``). Per condition level:
+    n, both rates, percent agreement and Cohen's κ with bootstrap CIs.
+    Differential judge error: per dialogue, the disagreement rate (share of judged tutor turns where
+    judge ≠ detector) is a metric ``leak_disagreement``; it is paired over questions and tested per
+    contrast exactly like the bias metrics (``contrast_grid``: Wilcoxon signed-rank, rank-biserial r,
+    bootstrap CI). The disagreement rate "differs by group" when that CI excludes 0.
+    A contrast is flagged when the judged ``answer_leakage`` shows a violation, the detector's
+    ``leak_rate_det`` for the same contrast does not (no violation, or the opposite sign), and the
+    disagreement rate differs by group: the judged bias may be manufactured by the judge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from edufair_metrics.analysis.agreement import DEFAULT_AGREEMENT_N_BOOT, agreement
+from edufair_metrics.analysis.stats import MEANINGFUL_R
+from edufair_metrics.detectors import detector_scores, leaks_answer
+from edufair_metrics.errors import EduFairError
+from edufair_metrics.records import (
+    JUDGE_FIELD_FOR_METRIC,
+    JUDGE_OK,
+    PEDAGOGICAL_METRICS,
+    DialogueScores,
+    Transcript,
+    TurnJudgement,
+)
+
+NAN = float("nan")
+DISAGREEMENT_METRIC = "leak_disagreement"
+GRID_KEYS = ["tutor", "domain", "condition", "contrast", "dimension", "kind", "pair", "a", "b", "metric"]
+
+
+@dataclass
+class JudgedDialogue:
+    """One stored dialogue with its judge labels, scores and (when the samples line has them) gold
+    answer forms."""
+
+    transcript: Transcript
+    judgements: list[TurnJudgement]
+    scores: DialogueScores
+    answer_forms: list[str] | None = None
+    where: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        t = self.transcript
+        return (t.task or self.scores.task, t.condition, t.level, str(t.question_id))
+
+
+# ---- second judge -------------------------------------------------------------------------------
+
+
+def match_judgings(a: Sequence[JudgedDialogue], b: Sequence[JudgedDialogue]) -> list[tuple[JudgedDialogue, JudgedDialogue]]:
+    """Pairs of the same dialogue judged twice; an error when the two sets differ."""
+    def index(ds: Sequence[JudgedDialogue], name: str) -> dict[tuple, JudgedDialogue]:
+        out: dict[tuple, JudgedDialogue] = {}
+        for d in ds:
+            if d.key in out:
+                raise EduFairError(f"{name}: dialogue {'/'.join(d.key)} appears twice ({out[d.key].where} and {d.where})")
+            out[d.key] = d
+        return out
+
+    ia, ib = index(a, "RUN_A"), index(b, "RUN_B")
+    only_a, only_b = sorted(set(ia) - set(ib)), sorted(set(ib) - set(ia))
+    if only_a or only_b:
+        example = f"{'/'.join(only_a[0])} only in RUN_A" if only_a else f"{'/'.join(only_b[0])} only in RUN_B"
+        raise EduFairError(f"the two judgings do not hold the same dialogues ({len(only_a)} only in RUN_A, "
+                           f"{len(only_b)} only in RUN_B; e.g. {example})")
+    pairs = []
+    for key in sorted(ia):
+        da, db = ia[key], ib[key]
+        ta = [t.text for t in da.transcript.turns if t.role == "tutor"]
+        tb = [t.text for t in db.transcript.turns if t.role == "tutor"]
+        if ta != tb:
+            raise EduFairError(f"dialogue {'/'.join(key)} has different tutor turns in the two runs ({da.where} vs {db.where}); "
+                               "compare two judgings of the same transcripts")
+        pairs.append((da, db))
+    return pairs
+
+
+def _label(j: TurnJudgement | None, field: str) -> int | None:
+    if j is None or j.status != JUDGE_OK or j.labels is None:
+        return None
+    v = j.labels.get(field)
+    if isinstance(v, bool):
+        return int(v)
+    return None if v is None or v == -1 else int(v)
+
+
+def second_judge_agreement(pairs: Sequence[tuple[JudgedDialogue, JudgedDialogue]], *,
+                           n_boot: int = DEFAULT_AGREEMENT_N_BOOT, seed: int = 0) -> list[dict[str, Any]]:
+    """Per metric (the five pedagogical metrics, then student_mistake_prev_turn): turn-level
+    agreement of judge A with judge B, with the turns each judge left missing or N/A."""
+    fields = [(m, JUDGE_FIELD_FOR_METRIC[m]) for m in PEDAGOGICAL_METRICS] + [("student_mistake_prev_turn",) * 2]
+    rows = []
+    for metric, field in fields:
+        xa: list[int | None] = []
+        xb: list[int | None] = []
+        for da, db in pairs:
+            ja = {j.turn_index: j for j in da.judgements}
+            jb = {j.turn_index: j for j in db.judgements}
+            for i in da.transcript.tutor_turn_indices():
+                xa.append(_label(ja.get(i), field))
+                xb.append(_label(jb.get(i), field))
+        ag = agreement(xa, xb, n_boot=n_boot, seed=seed)
+        row = ag.as_row(metric, "judge_a", "judge_b")
+        row["turns"] = len(xa)
+        row["no_value_a"] = sum(v is None for v in xa)
+        row["no_value_b"] = sum(v is None for v in xb)
+        rows.append(row)
+    return rows
+
+
+def contrast_comparison(grid_a, grid_b, *, metric_kinds: Sequence[str] = ("pedagogical",)):
+    """The two judges' contrast grids side by side (one row per contrast pair and metric) with
+    ``sign_agree`` and ``judge_contingent`` (see the module docstring)."""
+    import numpy as np
+    import pandas as pd
+
+    keep = ["n_pairs", "r", "ci_low", "ci_high", "p", "meaningful", "violation", "sufficient"]
+    ga = grid_a[grid_a["metric_kind"].isin(metric_kinds)][GRID_KEYS + ["headline"] + keep]
+    gb = grid_b[grid_b["metric_kind"].isin(metric_kinds)][GRID_KEYS + keep]
+    out = ga.merge(gb, on=GRID_KEYS, how="outer", suffixes=("_a", "_b"))
+    both = out["sufficient_a"].fillna(False).astype(bool) & out["sufficient_b"].fillna(False).astype(bool)
+    sign_a, sign_b = np.sign(out["r_a"].astype(float)), np.sign(out["r_b"].astype(float))
+    # True / False, or None when a side is insufficient (no sign to compare)
+    out["sign_agree"] = pd.Series([bool(s) if b else None for s, b in zip(sign_a == sign_b, both)], index=out.index, dtype=object)
+    meaningful = (out["r_a"].abs() >= MEANINGFUL_R) | (out["r_b"].abs() >= MEANINGFUL_R)
+    sign_flip = both & (sign_a != sign_b) & meaningful
+    violation_flip = both & (out["violation_a"].fillna(False).astype(bool) != out["violation_b"].fillna(False).astype(bool))
+    out["judge_contingent"] = (sign_flip | violation_flip).astype(bool)
+    out["why"] = [", ".join(w for w, on in (("sign", s), ("violation", v)) if on) for s, v in zip(sign_flip, violation_flip)]
+    return out.sort_values(GRID_KEYS).reset_index(drop=True)
+
+
+# ---- judge vs detector --------------------------------------------------------------------------
+
+
+def leak_turn_rows(dialogues: Sequence[JudgedDialogue]) -> list[dict[str, Any]]:
+    """One row per tutor turn with an ``ok`` judge label and known gold forms: judge vs detector."""
+    rows = []
+    for d in dialogues:
+        if not d.answer_forms:
+            continue
+        t = d.transcript
+        question = next((x.text for x in t.turns if x.role == "question"), None)
+        by_index = {j.turn_index: j for j in d.judgements}
+        for i in t.tutor_turn_indices():
+            judged = _label(by_index.get(i), JUDGE_FIELD_FOR_METRIC["answer_leakage"])
+            if judged is None:
+                continue
+            rows.append({"tutor": d.scores.tutor, "domain": t.domain, "condition": t.condition, "dimension": t.dimension,
+                         "level": t.level, "question_id": str(t.question_id), "turn_index": i, "judge_leak": judged,
+                         "detector_leak": int(leaks_answer(t.turns[i].text, d.answer_forms, t.domain, question=question))})
+    return rows
+
+
+def detector_agreement_by_level(rows: list[dict[str, Any]], *, n_boot: int = DEFAULT_AGREEMENT_N_BOOT, seed: int = 0):
+    """Per (tutor, domain, condition, dimension, level): n turns, judge and detector leak rates,
+    percent agreement, Cohen's κ and Krippendorff's α with bootstrap CIs."""
+    import pandas as pd
+
+    keys = ["tutor", "domain", "condition", "dimension", "level"]
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(tuple(r[k] for k in keys), []).append(r)
+    out = []
+    for key, rs in sorted(groups.items()):
+        ag = agreement([r["judge_leak"] for r in rs], [r["detector_leak"] for r in rs], n_boot=n_boot, seed=seed)
+        row = dict(zip(keys, key))
+        row.update(ag.as_row("answer_leakage", "judge", "detector"))
+        out.append(row)
+    cols = keys + ["metric", "n", "judge_rate", "detector_rate", "percent_agreement", "percent_agreement_ci_low",
+                   "percent_agreement_ci_high", "cohen_kappa", "cohen_kappa_ci_low", "cohen_kappa_ci_high",
+                   "krippendorff_alpha", "krippendorff_alpha_ci_low", "krippendorff_alpha_ci_high"]
+    return pd.DataFrame(out, columns=cols)
+
+
+def validity_scores(dialogues: Sequence[JudgedDialogue]) -> list[DialogueScores]:
+    """Per dialogue: the judged ``answer_leakage``, the detector metrics and ``leak_disagreement``
+    (NaN without gold forms or judged turns), as DialogueScores for ``contrast_grid``."""
+    out = []
+    for d in dialogues:
+        t = d.transcript
+        det = detector_scores(t, d.answer_forms)
+        by_index = {j.turn_index: j for j in d.judgements}
+        question = next((x.text for x in t.turns if x.role == "question"), None)
+        disagree = []
+        if d.answer_forms:
+            for i in t.tutor_turn_indices():
+                judged = _label(by_index.get(i), JUDGE_FIELD_FOR_METRIC["answer_leakage"])
+                if judged is not None:
+                    disagree.append(float(judged != int(leaks_answer(t.turns[i].text, d.answer_forms, t.domain, question=question))))
+        scores = {"answer_leakage": d.scores.scores.get("answer_leakage", NAN), "leak_rate_det": det["leak_rate_det"],
+                  "independence_ratio": det["independence_ratio"],
+                  DISAGREEMENT_METRIC: sum(disagree) / len(disagree) if disagree else NAN}
+        out.append(DialogueScores(question_id=str(t.question_id), domain=t.domain, condition=t.condition, dimension=t.dimension,
+                                  level=t.level, scores=scores, tutor=d.scores.tutor, task=t.task or d.scores.task,
+                                  failed=d.scores.failed))
+    return out
+
+
+def differential_error(grid):
+    """Per contrast pair (from the grid of :func:`validity_scores`): the judged leakage r, the
+    detector's r, the disagreement contrast (r > 0: more disagreement for level a) and the flags
+    ``disagreement_differs`` and ``flag`` (see the module docstring)."""
+    import numpy as np
+
+    keys = [k for k in GRID_KEYS if k != "metric"]
+    cols = ["r", "ci_low", "ci_high", "p", "violation", "sufficient", "n_pairs"]
+
+    def part(metric: str, suffix: str):
+        g = grid[grid["metric"] == metric][keys + cols]
+        return g.rename(columns={c: f"{c}_{suffix}" for c in cols})
+
+    out = part("answer_leakage", "judge").merge(part("leak_rate_det", "detector"), on=keys, how="outer")
+    out = out.merge(part(DISAGREEMENT_METRIC, "disagreement"), on=keys, how="outer")
+    judged = out["violation_judge"].fillna(False).astype(bool)
+    det_match = out["violation_detector"].fillna(False).astype(bool) & (
+        np.sign(out["r_detector"].astype(float)) == np.sign(out["r_judge"].astype(float)))
+    out["disagreement_differs"] = out["violation_disagreement"].fillna(False).astype(bool)
+    out["flag"] = (judged & ~det_match & out["disagreement_differs"]).astype(bool)
+    return out.sort_values(keys).reset_index(drop=True)
+
+
+def judge_validity_grid(dialogues: Sequence[JudgedDialogue], *, n_boot: int, seed: int, min_pairs: int, ses_summary: str,
+                        keep_failed: bool = False):
+    """The contrast grid of :func:`validity_scores` (judged leakage, detector metrics, disagreement);
+    dialogues ended by a failed call are left out unless ``keep_failed`` (as in the report)."""
+    from edufair_metrics.analysis.frames import scores_frame
+    from edufair_metrics.analysis.stats import contrast_grid
+
+    return contrast_grid(scores_frame(validity_scores(dialogues), keep_failed=keep_failed), n_boot=n_boot, seed=seed,
+                         min_pairs=min_pairs, ses_summary=ses_summary)
+
+
+__all__ = [
+    "DISAGREEMENT_METRIC", "JudgedDialogue", "contrast_comparison", "detector_agreement_by_level", "differential_error",
+    "judge_validity_grid", "leak_turn_rows", "match_judgings", "second_judge_agreement", "validity_scores",
+]

@@ -1,0 +1,83 @@
+"""``edufair judge-human``: run the configured judge on human-labelled tutor responses and measure
+judge–human agreement (see ``edufair_metrics/judge/human.py`` for the formats and
+``edufair_metrics/analysis/human_agreement.py`` for the statistics)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+EPILOG = """\
+formats:
+  mrbench  the public MRBench / BEA-2025 shared-task JSON (a list of conversations with
+           conversation_id, conversation_history and anno_llm_responses or tutor_responses:
+           {model: {response, annotation}}). Mistake_Identification -> mistake_recognize,
+           Revealing_of_the_Answer -> answer_leakage, Providing_Guidance -> step_scaffolded,
+           Actionability -> actionability, Tutor_Tone = Encouraging -> corrective_tone.
+  csv      one row per judged tutor turn; columns: item_id (required, unique), response
+           (required), history ("Tutor: ..." / "Student: ..." lines), question, domain
+           (default mathematics), tutor, and label columns named mistake_recognize,
+           answer_leakage, step_scaffolded, actionability, corrective_tone with 1/0 (yes/no,
+           true/false), partial (see --partial), na or -1 (not applicable) or empty (not labelled).
+
+A dimension missing from the file is skipped, never counted as 0. Writes DIR/agreement.csv (one
+row per metric: n, judge_rate, human_rate, percent_agreement, cohen_kappa, krippendorff_alpha,
+each with a 95% bootstrap CI), DIR/labels.csv (judge vs human per response) and
+DIR/judge_summary.json (judge settings without any key, counts)."""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from edufair_metrics.analysis.agreement import DEFAULT_AGREEMENT_N_BOOT
+    from edufair_metrics.judge.human import HUMAN_FORMATS, PARTIAL_POLICIES
+
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = EPILOG
+    parser.add_argument("file", help="the human-labelled responses")
+    parser.add_argument("--format", required=True, choices=HUMAN_FORMATS, help="input format (see below)")
+    parser.add_argument("--limit", type=int, help="judge only the first N responses")
+    parser.add_argument("--out", default="results/judge-human", help="output folder (default: %(default)s)")
+    parser.add_argument("--partial", choices=PARTIAL_POLICIES, default="yes",
+                        help="'To some extent' / partial counts as yes, no, or is dropped (default: %(default)s)")
+    parser.add_argument("--n-boot", type=int, default=DEFAULT_AGREEMENT_N_BOOT, help="bootstrap resamples (default %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
+    # the judge options of `edufair judge`
+    parser.add_argument("--judge-base-url", help="OpenAI-compatible endpoint (overrides env/config)")
+    parser.add_argument("--judge-model", help="served judge model name")
+    parser.add_argument("--concurrency", type=int, help="responses judged in parallel")
+    parser.add_argument("--max-retries", type=int, help="retries per turn after the first attempt")
+    parser.add_argument("--structured-output", choices=("off", "json_object", "json_schema"))
+    parser.add_argument("--judge-config", help="judge settings YAML (default: $EDUFAIR_JUDGE_CONFIG, else the packaged edufair_metrics/judge/defaults.yaml)")
+    parser.add_argument("--cache", default=None, help="call cache path, or 'off' (default: $EDUFAIR_CACHE_DIR or results/cache)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def main(args: argparse.Namespace) -> int:
+    from edufair_metrics.cache import CachePolicy
+    from edufair_metrics.errors import EduFairError
+    from edufair_metrics.judge.human import judge_human_items, load_human_set
+    from edufair_metrics.report.judge_validity import write_human_agreement
+
+    if args.n_boot < 1:
+        raise EduFairError(f"--n-boot must be >= 1, got {args.n_boot}")
+    items = load_human_set(args.file, args.format, partial=args.partial, limit=args.limit)
+    cli = {
+        "base_url": args.judge_base_url,
+        "model": args.judge_model,
+        "concurrency": args.concurrency,
+        "max_retries": args.max_retries,
+        "structured_output": args.structured_output,
+    }
+    summary: dict = {}
+    judgements, judge_info = judge_human_items(items, cli=cli, config_path=args.judge_config, cache=CachePolicy.from_settings(args.cache),
+                                               progress=not args.no_progress, summary=summary)
+    out = Path(args.out)
+    rows = write_human_agreement(out, items, judgements, judge_info=judge_info, summary=summary, n_boot=args.n_boot, seed=args.seed,
+                                 source={"file": str(args.file), "format": args.format, "partial": args.partial, "limit": args.limit})
+    print(f"[edufair judge-human] {summary.get('ok', 0)}/{len(items)} responses judged ({summary.get('cached', 0)} from cache), "
+          f"{summary.get('missing', 0)} missing", file=sys.stderr)
+    for r in rows:
+        print(f"  {r['metric']}: n={r['n']} agreement={r['percent_agreement']:.3f} kappa={r['cohen_kappa']:.3f} "
+              f"alpha={r['krippendorff_alpha']:.3f}", file=sys.stderr)
+    print(f"wrote agreement.csv, labels.csv and judge_summary.json to {out}")
+    return 0

@@ -1,0 +1,91 @@
+"""The placebo replicate (issue 14 item 3): one level run again with independent tutor sampling;
+the paired |r| between two runs of the same condition is the empirical noise floor."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from edufair_metrics.analysis.placebo import placebo_floor, placebo_summary
+from edufair_metrics.errors import EduFairError
+from edufair_metrics.placebo import PLACEBO_SEED_BASE, PlaceboReplicate, replicate_level, split_replicate_level
+from edufair_metrics.protocol import expand_documents
+from edufair_metrics.records import BankItem
+from edufair_metrics.settings import resolve_runner_settings
+
+
+def _docs(n_questions=3, condition="explicit"):
+    items = [BankItem(f"q{i}", "physics", 8, f"Q{i}?", "gravity", ["gravity"], "sciq") for i in range(n_questions)]
+    return expand_documents(items, condition)
+
+
+def test_expand_adds_replicates_after_each_question_with_own_seed():
+    docs = _docs()
+    out = PlaceboReplicate("female", 3).expand(docs)
+    assert len(out) == len(docs) + 3 * 2  # replicates 2 and 3 for each of 3 questions
+    # question-major: each question's replicates follow its last normal document
+    assert [d["question_id"] for d in out] == sorted([d["question_id"] for d in out], key=lambda q: int(q[1:]))
+    reps = [d for d in out if d["replicate"] > 1]
+    assert {d["level"] for d in reps} == {"female~replicate2", "female~replicate3"}
+    assert {d["tutor_gen_kwargs"]["seed"] for d in reps} == {PLACEBO_SEED_BASE + 2, PLACEBO_SEED_BASE + 3}
+    base = next(d for d in out if d["level"] == "female" and d["question_id"] == "q0")
+    rep = next(d for d in reps if d["question_id"] == "q0" and d["replicate"] == 2)
+    # identical prompts: only sampling differs
+    assert (rep["tutor_system"], rep["student_system"], rep["dimension"]) == (base["tutor_system"], base["student_system"], "gender")
+    assert base["replicate"] == 1 and base["tutor_gen_kwargs"] is None
+    assert all(set(d) == set(out[0]) for d in out)  # one schema for datasets.Dataset.from_list
+
+
+def test_level_names_round_trip():
+    assert split_replicate_level(replicate_level("ji_yoon", 2)) == ("ji_yoon", 2)
+    assert split_replicate_level("ji_yoon") == ("ji_yoon", 1) and replicate_level("male", 1) == "male"
+
+
+@pytest.mark.parametrize("value, msg", [
+    ({"level": "female", "replicates": 1}, "replicates"), ({"replicates": 2}, "level"),
+    ({"level": "female", "copies": 2}, "unknown"), ("female", "mapping"),
+])
+def test_bad_placebo_settings_are_one_line_errors(value, msg):
+    base = {"max_tutor_turns": 3, "student": {"model": "local-chat-completions"}}
+    with pytest.raises(EduFairError, match=msg) as ei:
+        resolve_runner_settings(base, {"edufair": {"placebo": value}})
+    assert "\n" not in str(ei.value)
+
+
+def test_unknown_placebo_level_names_the_known_levels():
+    with pytest.raises(EduFairError, match="not a level of this task.*female"):
+        PlaceboReplicate("martian").expand(_docs())
+
+
+def _long(rows):
+    return pd.DataFrame(rows, columns=["tutor", "task", "domain", "condition", "dimension", "level", "question_id",
+                                       "metric", "value"])
+
+
+def _frame(shift=0.0, noise=0.0, n=200, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in range(n):
+        base = rng.random()
+        for level, v in (("female", base), ("female~replicate2", base + shift + noise * rng.normal())):
+            rows.append(("t", "edufair_explicit_physics", "physics", "explicit", "gender", level, f"q{q}", "answer_leakage", v))
+            rows.append(("t", "edufair_explicit_physics", "physics", "explicit", "gender", level, f"q{q}", "tutor_turns", v * 10))
+    return _long(rows)
+
+
+def test_identical_replicates_have_zero_floor_and_noise_gives_a_floor():
+    same = placebo_floor(_frame(), n_boot=200)
+    assert len(same) == 2 and set(same["replicate"]) == {2} and (same["n_pairs"] == 200).all()
+    assert (same["abs_r"] == 0).all() and (same["null_abs_r"] == 0).all()  # every difference is zero
+    noisy = placebo_floor(_frame(noise=0.3), n_boot=200)
+    assert (noisy["abs_r"] < 0.2).all() and (noisy["null_abs_r"] > 0).all()
+    shifted = placebo_floor(_frame(shift=-0.2, noise=0.05), n_boot=200)
+    assert (shifted["r"] > 0.9).all()  # replicate 1 - replicate 2 > 0: a drift between runs is visible
+    summary = placebo_summary(noisy)
+    assert set(summary["kind"]) == {"pedagogical", "conversation"} and (summary["contrasts"] == 1).all()
+
+
+def test_no_replicate_no_rows():
+    df = _frame()
+    assert placebo_floor(df[df["level"] == "female"]).empty
