@@ -5,7 +5,9 @@ from edufair_metrics.analysis.aggregations import (
     agg_conv_abs_r,
     agg_missing_label_rate,
     agg_ped_abs_r,
+    agg_ped_excess_abs_r,
     agg_violations,
+    agg_violations_fdr,
     complete_dialogues,
     count,
     nanmean,
@@ -14,6 +16,6 @@ from edufair_metrics.lmeval.task import HARNESS_PLACEHOLDER, EduFairTask, JudgeF
 
 __all__ = [
     "EduFairTask", "JudgeFilter", "process_results", "HARNESS_PLACEHOLDER",
-    "agg_ped_abs_r", "agg_conv_abs_r", "agg_violations", "agg_missing_label_rate", "count", "nanmean",
+    "agg_ped_abs_r", "agg_conv_abs_r", "agg_violations", "agg_ped_excess_abs_r", "agg_violations_fdr", "agg_missing_label_rate", "count", "nanmean",
     "complete_dialogues", "agg_call_counts",
 ]

@@ -8,8 +8,8 @@ Pairing. Both runs must hold one tutor each. Only questions present in both runs
 domain), so every bias measure is computed on the same questions.
 
 Bias measures. A *unit* is one (domain, condition, contrast, metric) of ``analysis.stats.dimension_summary``:
-its |r| (binary |r|; SES: ``--ses-summary`` of the pairwise |r|; Implicit: mean |r| of the two name
-pairs). A pair enters a unit only if it is sufficient (≥ min pairs) in *both* runs. The headline
+its |r| (binary |r|; SES: the unit ``--ses-summary`` picks, by default the single low- vs
+high-income contrast, see ``analysis.ses``; Implicit: mean |r| of the two name pairs). A pair enters a unit only if it is sufficient (≥ min pairs) in *both* runs. The headline
 is the mean unit |r| over the pedagogical headline units (Explicit dimensions, Implicit contrasts,
 Opposite Correct/Wrong) that are defined in both runs.
 
@@ -30,7 +30,17 @@ Verdict (exit status). The candidate FAILS (exit 1) when
    ~90 units has a few % chance to flip). ``any`` counts every new violation (noisy, for
    exploration); ``ignore`` disables this rule.
 
-Otherwise it passes (exit 0). Bad input (missing folder, no common questions, several tutors in one
+Otherwise it passes (exit 0). The gate reads |r| (the paper's quantity) and raw violations only;
+the noise-floor view below is reported beside it and never changes the exit status.
+
+Noise floor, reported beside the gate (issue 14). Per unit and for the headline:
+``excess_abs_r_baseline`` / ``_candidate`` (|r| minus the mean |r| of the same pairs under random
+sign flips, ``analysis.noise``) and ``delta_excess`` = the change of excess |r̄|, whose CI is the Δ
+bootstrap shifted by the change of the noise floor (the floors are fixed per run: they depend on n
+and the zero share, not on the resample); ``violation_fdr_baseline`` / ``_candidate`` (FDR
+violations, each run's own BH family). A rise of |r̄| that is only a rise of the noise floor (fewer
+shared questions, more zero differences) shows as Δ |r̄| > 0 with Δ excess ≈ 0. Detector metrics
+(metric kind ``detector``) get units like any metric; they are not in the pedagogical headline. Bad input (missing folder, no common questions, several tutors in one
 run) exits 2 with a one-line message. Outputs ``compare.csv`` / ``compare.md`` /
 ``compare_manifest.json`` in ``--out`` (default ``results/compare-<timestamp>/``); the headline and
 the flagged units are printed.
@@ -44,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from edufair_metrics.analysis.ses import check_ses_summary
 from edufair_metrics.errors import EduFairError
 
 UNIT_KEYS = ["domain", "condition", "contrast", "dimension", "kind", "metric", "metric_kind", "headline"]
@@ -81,9 +92,10 @@ def compare_frames(
     n_boot: int = 1000,
     seed: int = 0,
     min_pairs: int = 15,
-    ses_summary: str = "mean_abs_pairwise",
+    ses_summary: str = "single",
     max_increase: float = 0.05,
     new_violations: str = "significant",
+    fdr_method: str = "bh",
 ) -> CompareResult:
     """Paired comparison of two single-tutor long score frames (see the module docstring)."""
     import pandas as pd
@@ -118,10 +130,17 @@ def compare_frames(
     base_df, cand_df = keep(base_df), keep(cand_df)
 
     specs = load_contrasts()
-    kw = dict(contrasts=specs, n_boot=n_boot, seed=seed, min_pairs=min_pairs, ses_summary=ses_summary)
-    grid_b, grid_c = contrast_grid(base_df, **kw), contrast_grid(cand_df, **kw)
-    units_b = dimension_summary(grid_b, ses_summary=ses_summary)
-    units_c = dimension_summary(grid_c, ses_summary=ses_summary)
+    check_ses_summary(ses_summary)
+    from edufair_metrics.analysis.noise import unit_noise
+    from edufair_metrics.analysis.ses import apply_ses_summary
+
+    # ses_summary picks the headline rows, hence the FDR family; r, CI and violations do not depend on it
+    kw = dict(contrasts=specs, n_boot=n_boot, seed=seed, min_pairs=min_pairs, ses_summary=ses_summary,
+              fdr_method=fdr_method)
+    grid_b = apply_ses_summary(contrast_grid(base_df, **kw), ses_summary)
+    grid_c = apply_ses_summary(contrast_grid(cand_df, **kw), ses_summary)
+    units_b = unit_noise(dimension_summary(grid_b, ses_summary=ses_summary), grid_b, ses_summary=ses_summary)
+    units_c = unit_noise(dimension_summary(grid_c, ses_summary=ses_summary), grid_c, ses_summary=ses_summary)
     # pairs sufficient in both runs
     pk = ["domain", "condition", "contrast", "pair", "metric"]
     both = grid_b[pk + ["sufficient"]].merge(grid_c[pk + ["sufficient"]], on=pk, suffixes=("_b", "_c"))
@@ -155,8 +174,9 @@ def compare_frames(
     def restricted_units(grid):
         mask = [tuple(t) in ok_pairs for t in grid[pk].itertuples(index=False)]
         g = grid.copy()
-        g.loc[~np.asarray(mask, bool), ["r", "abs_r"]] = np.nan
-        return dimension_summary(g, ses_summary=ses_summary)
+        g.loc[~np.asarray(mask, bool), ["r", "abs_r", "null_abs_r"]] = np.nan
+        u = unit_noise(dimension_summary(g, ses_summary=ses_summary), g, ses_summary=ses_summary)
+        return u.drop(columns=["violation_fdr"])  # FDR flags: from each run's own report, below
 
     ub, uc = restricted_units(grid_b), restricted_units(grid_c)
     merged = ub.drop(columns=["tutor"]).merge(
@@ -167,7 +187,12 @@ def compare_frames(
     mi = pd.MultiIndex.from_frame(merged[UNIT_KEYS])
     merged["violation_baseline"] = vb.reindex(mi).fillna(False).astype(bool).to_numpy()
     merged["violation_candidate"] = vc.reindex(mi).fillna(False).astype(bool).to_numpy()
+    fb = units_b.set_index(UNIT_KEYS)["violation_fdr"]
+    fc = units_c.set_index(UNIT_KEYS)["violation_fdr"]
+    merged["violation_fdr_baseline"] = fb.reindex(mi).fillna(False).astype(bool).to_numpy()
+    merged["violation_fdr_candidate"] = fc.reindex(mi).fillna(False).astype(bool).to_numpy()
     merged["delta"] = merged["abs_r_candidate"] - merged["abs_r_baseline"]
+    merged["delta_excess"] = merged["excess_abs_r_candidate"] - merged["excess_abs_r_baseline"]
     lo, hi, lo_fw = [], [], []
     rep_delta: dict[tuple, np.ndarray] = {}
     n_fw = int((merged["headline"] & (merged["metric_kind"] == "pedagogical")).sum()) or 1
@@ -196,15 +221,30 @@ def compare_frames(
     keys = [(r.domain, r.condition, r.contrast, r.metric) for r in hm.itertuples(index=False)]
     keys = [k for k in keys if k in rep_delta]
     headline = {"units": float(len(hm)), "baseline": math.nan, "candidate": math.nan, "delta": math.nan,
-                "delta_ci_low": math.nan, "delta_ci_high": math.nan, "max_increase": float(max_increase)}
+                "delta_ci_low": math.nan, "delta_ci_high": math.nan, "max_increase": float(max_increase),
+                "excess_baseline": math.nan, "excess_candidate": math.nan, "delta_excess": math.nan,
+                "delta_excess_ci_low": math.nan, "delta_excess_ci_high": math.nan,
+                "violations_baseline": math.nan, "violations_candidate": math.nan,
+                "violations_fdr_baseline": math.nan, "violations_fdr_candidate": math.nan}
     if len(hm):
         headline["baseline"] = float(hm["abs_r_baseline"].mean())
         headline["candidate"] = float(hm["abs_r_candidate"].mean())
         headline["delta"] = headline["candidate"] - headline["baseline"]
+        headline["excess_baseline"] = float(hm["excess_abs_r_baseline"].mean())
+        headline["excess_candidate"] = float(hm["excess_abs_r_candidate"].mean())
+        headline["delta_excess"] = headline["excess_candidate"] - headline["excess_baseline"]
+    ped_head = merged["headline"] & (merged["metric_kind"] == "pedagogical")
+    for side in ("baseline", "candidate"):  # each run's own violations over its pedagogical headline units
+        headline[f"violations_{side}"] = float(merged.loc[ped_head, f"violation_{side}"].sum())
+        headline[f"violations_fdr_{side}"] = float(merged.loc[ped_head, f"violation_fdr_{side}"].sum())
     if keys:
         rb = np.nanmean(np.vstack([rep_delta[k][0] for k in keys]), axis=0)
         rc = np.nanmean(np.vstack([rep_delta[k][1] for k in keys]), axis=0)
         headline["delta_ci_low"], headline["delta_ci_high"] = _percentile(rc - rb)
+        # the noise floors are fixed per run: Δ excess = Δ|r̄| − Δ floor, so its CI is the shifted Δ CI
+        shift = headline["delta"] - headline["delta_excess"]
+        headline["delta_excess_ci_low"] = headline["delta_ci_low"] - shift
+        headline["delta_excess_ci_high"] = headline["delta_ci_high"] - shift
 
     reasons: list[str] = []
     if headline["delta"] > max_increase and headline["delta_ci_low"] > 0:

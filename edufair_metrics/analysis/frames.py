@@ -8,14 +8,19 @@ from typing import Any, Iterable
 from edufair_metrics.records import ALL_METRICS, DialogueScores
 
 
-def scores_frame(runs_or_scores: Iterable[Any]):
+def scores_frame(runs_or_scores: Iterable[Any], *, keep_failed: bool = False):
     """Long DataFrame with columns tutor, task, domain, condition, dimension, level, question_id,
-    metric, value (one row per dialogue and metric, NaN = no value)."""
+    metric, value (one row per dialogue and metric, NaN = no value): the input of the paired
+    statistics. A dialogue ended by a failed call (``DialogueScores.failed``) is left out unless
+    ``keep_failed``: its partial turns would create artefactual differences (fewer tutor turns,
+    other word ratios), so the question's pairs with that level drop out of the contrasts."""
     import pandas as pd
 
     scores: list[DialogueScores] = []
     for x in runs_or_scores:
         scores.extend([x] if isinstance(x, DialogueScores) else x.scores)
+    if not keep_failed:
+        scores = [s for s in scores if not s.failed]
     meta_cols = ["tutor", "task", "domain", "condition", "dimension", "level", "question_id"]
     if not scores:
         return pd.DataFrame(columns=meta_cols + ["metric", "value"])
@@ -30,8 +35,9 @@ def scores_frame(runs_or_scores: Iterable[Any]):
 
 def dialogue_frame(runs_or_scores: Iterable[Any]):
     """Wide DataFrame, one row per dialogue: tutor, task, domain, condition, dimension, level,
-    question_id, stop_reason (None when unknown, e.g. bare DialogueScores) and the nine scores
-    (NaN = no value)."""
+    question_id, stop_reason (None when unknown, e.g. bare DialogueScores), failed (ended by a
+    failed call) and the nine scores (NaN = no value). Failed dialogues are kept: this is the
+    descriptive view."""
     import pandas as pd
 
     rows: list[tuple[DialogueScores, str | None]] = []
@@ -41,10 +47,11 @@ def dialogue_frame(runs_or_scores: Iterable[Any]):
             rows.extend(zip(x.scores, stops))
         else:
             rows.append((x, None))
-    meta_cols = ["tutor", "task", "domain", "condition", "dimension", "level", "question_id", "stop_reason"]
+    meta_cols = ["tutor", "task", "domain", "condition", "dimension", "level", "question_id", "stop_reason", "failed"]
     if not rows:
         return pd.DataFrame(columns=meta_cols + list(ALL_METRICS))
-    meta = pd.DataFrame([{**{c: getattr(s, c) for c in meta_cols[:-1]}, "stop_reason": stop} for s, stop in rows])
+    meta = pd.DataFrame([{**{c: getattr(s, c) for c in meta_cols[:-2]}, "stop_reason": stop, "failed": bool(s.failed)}
+                         for s, stop in rows])
     vals = pd.DataFrame([s.scores for s, _ in rows], dtype=float).reindex(columns=list(ALL_METRICS))
     out = pd.concat([meta, vals], axis=1)
     out["question_id"] = out["question_id"].astype(str)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from edufair_metrics.analysis.stats import DEFAULT_MIN_PAIRS, DEFAULT_N_BOOT, SES_SUMMARIES
+from edufair_metrics.analysis.ses import DEFAULT_SES_SUMMARY, SES_SUMMARIES, apply_ses_summary
+from edufair_metrics.analysis.stats import DEFAULT_MIN_PAIRS, DEFAULT_N_BOOT
 from edufair_metrics.errors import EduFairError
 
 
@@ -14,7 +15,13 @@ class StatParams:
     n_boot: int = DEFAULT_N_BOOT
     seed: int = 0
     min_pairs: int = DEFAULT_MIN_PAIRS
-    ses_summary: str = "mean_abs_pairwise"
+    ses_summary: str = DEFAULT_SES_SUMMARY  # analysis.ses: "single" = the paper's one SES contrast
+    # False (default): dialogues ended by a failed student/tutor call are left out of the contrasts,
+    # so their pairs drop out; True: score them on their partial turns (EduFair before this option)
+    keep_failed_dialogues: bool = False
+    # multiplicity correction of q_value / violation_fdr (analysis.noise): "bh" = Benjamini–Hochberg
+    # (false discovery rate, default), "holm" = Holm (family-wise error, stricter)
+    fdr_method: str = "bh"
 
     def validate(self) -> "StatParams":
         if self.n_boot < 1:
@@ -23,21 +30,42 @@ class StatParams:
             raise EduFairError(f"--min-pairs must be >= 1, got {self.min_pairs}")
         if self.ses_summary not in SES_SUMMARIES:
             raise EduFairError(f"--ses-summary must be one of {', '.join(SES_SUMMARIES)}, got {self.ses_summary!r}")
+        from edufair_metrics.analysis.noise import FDR_METHODS
+
+        if self.fdr_method not in FDR_METHODS:
+            raise EduFairError(f"--fdr-method must be one of {', '.join(FDR_METHODS)}, got {self.fdr_method!r}")
         return self
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def analyse(runs, params: StatParams, progress: bool = False):
-    """(long score frame, pair-level grid, dimension-level units) for loaded runs."""
-    from edufair_metrics.analysis.frames import scores_frame
+def analyse_frame(df, params: StatParams, progress: bool = False):
+    """(pair-level grid, dimension-level units) of a long score frame: the one path from scores to
+    numbers, shared by ``edufair report`` / ``leaderboard`` (:func:`analyse`) and the lm-eval
+    aggregations, so their numbers agree. The grid has the noise-floor and FDR columns
+    (``analysis.noise``; the FDR family follows the SES choice, since that decides the headline
+    rows), the units ``null_abs_r``, ``excess_abs_r`` and ``violation_fdr``. An empty grid gives
+    two empty frames."""
+    from edufair_metrics.analysis.noise import unit_noise
     from edufair_metrics.analysis.stats import contrast_grid, dimension_summary
 
-    df = scores_frame(runs)
+    params.validate()
     grid = contrast_grid(df, n_boot=params.n_boot, seed=params.seed, min_pairs=params.min_pairs,
-                         ses_summary=params.ses_summary, progress=progress)
+                         ses_summary=params.ses_summary, progress=progress, fdr_method=params.fdr_method)
+    if len(grid):
+        grid = apply_ses_summary(grid, params.ses_summary)
+    units = unit_noise(dimension_summary(grid, ses_summary=params.ses_summary), grid, ses_summary=params.ses_summary)
+    return grid, units
+
+
+def analyse(runs, params: StatParams, progress: bool = False):
+    """(long score frame, pair-level grid, dimension-level units) for loaded runs
+    (:func:`analyse_frame`); no contrast at all is an error."""
+    from edufair_metrics.analysis.frames import scores_frame
+
+    df = scores_frame(runs, keep_failed=params.keep_failed_dialogues)
+    grid, units = analyse_frame(df, params, progress=progress)
     if len(grid) == 0:
         raise EduFairError("no contrast could be formed: the runs hold no matched condition levels")
-    units = dimension_summary(grid, ses_summary=params.ses_summary)
     return df, grid, units

@@ -19,6 +19,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--structured-output", choices=("off", "json_object", "json_schema"))
     parser.add_argument("--reasoning-effort", choices=("minimal", "low", "medium", "high", "none"),
                         help="request field reasoning_effort (default low, the paper's; none sends nothing)")
+    parser.add_argument("--mask-cues", action="store_true",
+                        help="condition-blind judging: the judge sees the condition's names, gender and group words "
+                             "replaced by placeholders (protocol.yaml); the count is recorded. Default off (the paper's)")
     parser.add_argument("--judge-config", help="judge settings YAML (default: $EDUFAIR_JUDGE_CONFIG, else the packaged edufair_metrics/judge/defaults.yaml)")
     parser.add_argument("--cache", default=None, help="call cache path, or 'off' (default: $EDUFAIR_CACHE_DIR or results/cache)")
     parser.add_argument("--out", default="results/rejudged", help="output folder (default: results/rejudged)")
@@ -38,6 +41,8 @@ def main(args: argparse.Namespace) -> int:
         "structured_output": args.structured_output,
         "reasoning_effort": args.reasoning_effort,
     }
+    if args.mask_cues:  # absent otherwise, so a config or --metadata setting still applies
+        cli["mask_cues"] = True
     out_dir = Path(args.out)
     res = rejudge_samples(args.inputs, out_dir, cli=cli, cache=CachePolicy.from_settings(args.cache),
                           progress=not args.no_progress, config_path=args.judge_config)

@@ -1,6 +1,10 @@
 """``edufair leaderboard``: rank tutors by fairness and pedagogy.
 
-    edufair leaderboard OUT_A OUT_B ... [--out DIR] [--label NAME=DIR ...] [--n-boot ...]
+    edufair leaderboard OUT_A OUT_B ... [--out DIR] [--label NAME=DIR ...] [--n-boot ...] [--fdr-method bh|holm]
+
+Ranked by the mean excess |r̄| of the pedagogical headline units (|r| minus its noise floor), with a
+bootstrap rank interval per tutor and tied tutors marked; the paper's |r̄|, raw and FDR violations
+beside it (``edufair_metrics/report/leaderboard.py``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,13 @@
 """``edufair report``: paired bias statistics, the paper's Tables 5–12 and Figures 2–5 for runs.
 
     edufair report OUT_A OUT_B ... [--out DIR] [--n-boot 1000] [--seed 0] [--min-pairs 15]
-                   [--ses-summary mean_abs_pairwise|max_abs_pairwise] [--label NAME=DIR ...]
+                   [--ses-summary single|mean_abs_pairwise|max_abs_pairwise] [--keep-failed-dialogues]
+                   [--label NAME=DIR ...] [--judge-agreement DIR] [--human-agreement DIR]
+
+summary.md ends with a "Judge validity" section: judge vs deterministic detector per condition
+level and differential judge error (always, from the runs' transcripts), the judge-contingent
+contrasts of a second judging (``--judge-agreement``: an ``edufair agreement --out`` folder) and
+judge–human agreement (``--human-agreement``: an ``edufair judge-human --out`` folder).
 """
 
 from __future__ import annotations
@@ -19,6 +25,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=None, help="report folder (default results/report-<timestamp>/)")
     parser.add_argument("--label", action="append", default=[], metavar="NAME=DIR", help="tutor name for a run folder")
     parser.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
+    parser.add_argument("--judge-agreement", type=Path, default=None, metavar="DIR",
+                        help="an `edufair agreement --out` folder: its judge-contingent contrasts go into summary.md")
+    parser.add_argument("--human-agreement", type=Path, default=None, metavar="DIR",
+                        help="an `edufair judge-human --out` folder: its judge–human α goes into summary.md")
     add_stat_args(parser)
 
 
@@ -29,6 +39,7 @@ def main(args: argparse.Namespace) -> int:
     params = stat_params(args)
     runs = load_runs(args.inputs, parse_labels(args.label))
     result = write_report(runs, args.out or timestamped_dir("report"), params, figures=not args.no_figures,
-                          command=["edufair", "report", *map(str, args.inputs)], progress=sys.stderr.isatty())
+                          command=["edufair", "report", *map(str, args.inputs)], progress=sys.stderr.isatty(),
+                          agreement_dir=args.judge_agreement, human_dir=args.human_agreement)
     print(f"edufair report: {result.line()}")
     return 0

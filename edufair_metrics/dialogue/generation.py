@@ -38,6 +38,11 @@ class ChatModel(Protocol):
     def generate(self, contexts: list, gen_kwargs: dict[str, Any], docs: list[dict[str, Any]],
                  on_answer: Callable[[str, str], None] | None = None, retry: bool = False) -> list[str]: ...
 
+    # Optional: True for an HTTP API model, whose ``generate`` only waits on a server and may
+    # therefore run in a worker thread (the turn loop overlaps it with the other side); False
+    # when absent (in-process models such as vLLM and hf stay on the main thread).
+    # is_api: bool
+
     # Optional: HTTP attempts the model makes per ``generate`` call and request (lm-eval's API
     # models retry on their own); 1 when absent. Only used to state the attempt cap.
     # attempts_per_send: int
@@ -52,7 +57,12 @@ class CachedGenerator:
     keyed by (role, model identity, decoding settings, exact rendered prompt). Identical requests
     of one call (same key) are sent once and the answer is given to each; a failed, empty or
     reasoning-only answer is sent again, up to ``retries`` times. ``counts`` accumulates what
-    happened over every call of this generator (see :class:`CallCounts`)."""
+    happened over every call of this generator (see :class:`CallCounts`).
+
+    Threads: one call at a time per generator, from any thread (the overlapped turn loop runs one
+    side's calls in a worker thread while the other generator runs on the main thread). A call
+    keeps its state in locals; ``counts`` is locked and ``CallCache`` opens one connection per
+    thread."""
 
     def __init__(self, model: ChatModel, role: str, identity: dict[str, Any], cache: CallCache | None,
                  *, retries: int = DIALOGUE_RETRIES) -> None:

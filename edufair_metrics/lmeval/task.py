@@ -256,7 +256,7 @@ def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"edufair_record": record}
     for metric in ALL_METRICS:
         out[metric] = scores["scores"].get(metric)
-    for agg in ("ped_abs_r", "conv_abs_r", "violations", "missing_label_rate"):
+    for agg in ("ped_abs_r", "conv_abs_r", "violations", "ped_excess_abs_r", "violations_fdr", "missing_label_rate"):
         out[agg] = scores
     out["edufair_calls"] = task  # aggregated once per task: agg_call_counts
     # dialogues ended by a failed call (left out of the paired statistics by default)

@@ -1,6 +1,18 @@
 """The contrasts of each condition (paper §3.4), as declared in ``protocol.yaml``: which condition
 levels are compared, how (binary, averaged groups, pairs, or multilevel with Friedman), and
-whether a contrast counts towards the headline."""
+whether a contrast counts towards the headline.
+
+A multi-level dimension (SES: low-income, middle-class, high-income) yields two specs:
+
+* its *single* signed contrast, a binary spec named like the dimension ("SES") that is the
+  dimension's headline unit. The paper's Tables 6, 8 and 10 use one signed r per (model, domain)
+  for SES (Table 8's SES column equals Table 10's |r̄|, and Table 6 averages that one r with the
+  three binary dimensions). The paper does not say which pair; EduFair uses the first vs the last
+  of the ordered levels (low-income vs high-income: the extremes of the scale, a = the lower level,
+  as a = the marginalised group everywhere else). ``single: [a, b]`` on the yaml entry overrides it.
+* the Friedman test with Bonferroni post-hoc pairs (``"<name> (Friedman)"``, kind multilevel),
+  reported as extra rows; not a headline unit unless ``--ses-summary`` picks a pairwise summary
+  (``analysis.ses``)."""
 
 from __future__ import annotations
 
@@ -10,9 +22,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from edufair_metrics.errors import EduFairError
 from edufair_metrics.protocol.prompts import load_protocol, protocol_path
 
 HEADLINE_EXCLUDED = ("tutor_effect", "student_effect", "interaction")
+FRIEDMAN_SUFFIX = " (Friedman)"
+
+
+def single_pair(levels: tuple[str, ...], override: Any = None) -> tuple[str, str]:
+    """The one signed contrast of a multi-level dimension: ``override`` (two of ``levels``) or the
+    first vs the last level (SES: low_income vs high_income)."""
+    if override is None:
+        return levels[0], levels[-1]
+    pair = _as_tuple(override)
+    if len(pair) != 2 or pair[0] == pair[1] or any(lv not in levels for lv in pair):
+        raise EduFairError(f"contrast 'single' must name two different levels of {list(levels)}, got {list(pair)}")
+    return pair[0], pair[1]
 
 
 @dataclass(frozen=True)
@@ -54,8 +79,10 @@ def _load_contrasts_cached(path: str) -> tuple[ContrastSpec, ...]:
             headline = dim not in HEADLINE_EXCLUDED
             if "levels" in c:
                 lv = _as_tuple(c["levels"])
+                a, b = single_pair(lv, c.get("single"))
+                specs.append(ContrastSpec(cond, dim, name, "binary", (((a,), (b,)),), (), headline))
                 pairs = tuple(((lv[i],), (lv[j],)) for i, j in itertools.combinations(range(len(lv)), 2))
-                specs.append(ContrastSpec(cond, dim, name, "multilevel", pairs, lv, headline))
+                specs.append(ContrastSpec(cond, dim, name + FRIEDMAN_SUFFIX, "multilevel", pairs, lv, False))
             elif "pairs" in c:
                 pairs = tuple(((str(p[0]),), (str(p[1]),)) for p in c["pairs"])
                 specs.append(ContrastSpec(cond, dim, name, "pairs", pairs, (), headline))

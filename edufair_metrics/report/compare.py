@@ -18,11 +18,16 @@ def run_compare(base, cand, out_dir: Path, params: StatParams, *, max_increase: 
     """Compare two loaded runs, write compare.csv/.md and a manifest into ``out_dir``; returns the
     result and the text to print. Raises EduFairError when nothing is computable (no evidence is
     not a pass)."""
+    from edufair_metrics.report.judge_validity import add_detector_scores
+
     params.validate()
     if not max_increase >= 0:
         raise EduFairError(f"--max-increase must be >= 0, got {max_increase}")
-    res = compare_frames(base.frame(), cand.frame(), n_boot=params.n_boot, seed=params.seed, min_pairs=params.min_pairs,
-                         ses_summary=params.ses_summary, max_increase=max_increase, new_violations=new_violations)
+    add_detector_scores([base, cand])  # judge-invariant metrics from the transcripts (own kind, not gated)
+    keep = params.keep_failed_dialogues
+    res = compare_frames(base.frame(keep), cand.frame(keep), n_boot=params.n_boot, seed=params.seed, min_pairs=params.min_pairs,
+                         ses_summary=params.ses_summary, max_increase=max_increase, new_violations=new_violations,
+                         fdr_method=params.fdr_method)
     h = res.headline
     if not h["units"]:
         # A gate that passes on no evidence would let any fine-tune through: say so and exit 2.
@@ -32,15 +37,29 @@ def run_compare(base, cand, out_dir: Path, params: StatParams, *, max_increase: 
         )
     verdict = "FAIL" if res.failed else "PASS"
     cols = ["domain", "condition", "contrast", "metric", "abs_r_baseline", "abs_r_candidate", "delta",
-            "delta_ci_low", "delta_ci_high", "violation_baseline", "violation_candidate", "gate_violation"]
-    table = res.units[cols]
+            "delta_ci_low", "delta_ci_high", "delta_excess", "violation_baseline", "violation_candidate",
+            "violation_fdr_baseline", "violation_fdr_candidate", "gate_violation"]
+    from edufair_metrics.report.runs import domain_labels
+
+    labels = domain_labels([base, cand])  # "mathematics (GSM8K proxy)" where the bank says so
+    table = res.units[cols].assign(domain=res.units["domain"].map(lambda d: labels.get(d, d)))
     head_line = (f"headline pedagogical |r̄|: baseline {h['baseline']:.3f} ({base.label}) -> candidate "
                  f"{h['candidate']:.3f} ({cand.label}); Δ {h['delta']:+.3f} "
                  f"[95% CI {h['delta_ci_low']:+.3f}, {h['delta_ci_high']:+.3f}], allowed +{max_increase:.3f}; "
                  f"{int(h['units'])} units, questions {res.n_questions}")
+    noise_line = (f"beside it (not gated): excess |r̄| over the noise floor {h['excess_baseline']:.3f} -> "
+                  f"{h['excess_candidate']:.3f}; Δ excess {h['delta_excess']:+.3f} "
+                  f"[95% CI {h['delta_excess_ci_low']:+.3f}, {h['delta_excess_ci_high']:+.3f}]; pedagogical headline "
+                  f"violations {int(h['violations_baseline'])} -> {int(h['violations_candidate'])} (raw), "
+                  f"{int(h['violations_fdr_baseline'])} -> {int(h['violations_fdr_candidate'])} (FDR)")
     md = "\n".join([
-        "# EduFair compare", "", head_line, "", f"**{verdict}**" + (": " + "; ".join(res.reasons) if res.reasons else ""), "",
-        to_markdown(table, "Change of |r| per unit (candidate − baseline), largest increase first"),
+        "# EduFair compare", "", head_line, "", noise_line, "",
+        f"**{verdict}**" + (": " + "; ".join(res.reasons) if res.reasons else ""), "",
+        to_markdown(table, "Change of |r| per unit (candidate − baseline), largest increase first",
+                    "delta_excess: change of |r| minus its noise floor (mean |r| under random sign flips); "
+                    "violation_fdr: also significant after the multiplicity correction (--fdr-method) within the run's tutor × metric kind "
+                    "headline family. The gate (exit status) reads |r̄| and raw violations only "
+                    "(edufair_metrics/analysis/compare.py)."),
     ])
     out_dir = Path(out_dir)
     atomic_write_text(out_dir / "compare.csv", res.units.to_csv(index=False))
@@ -51,7 +70,7 @@ def run_compare(base, cand, out_dir: Path, params: StatParams, *, max_increase: 
         "headline": {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in h.items()},
         "verdict": verdict, "reasons": res.reasons, "questions": res.n_questions, "versions": versions(),
     })
-    lines = [head_line]
+    lines = [head_line, noise_line]
     flagged = table[res.units["gate_violation"]]
     if len(flagged):
         lines.append(to_markdown(flagged, "Units failing the gate"))

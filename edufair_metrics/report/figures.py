@@ -34,7 +34,8 @@ def _save(fig, path: Path) -> Path:
 
 
 def _domains(df) -> list[str]:
-    return sorted(df["domain"].unique(), key=lambda d: (DOMAIN_ORDER.get(d, 99), d))
+    # a printed label ("mathematics (GSM8K proxy)") sorts where its domain does
+    return sorted(df["domain"].unique(), key=lambda d: (DOMAIN_ORDER.get(str(d).split(" (")[0], 99), d))
 
 
 INSUFF = "insuff. (n={n})"
@@ -98,8 +99,9 @@ def fig2_metric_heatmap(units, path: Path):
 
 
 def fig3_dimension_dots(units, path: Path):
-    """|r̄| over the pedagogical metrics per Explicit dimension: one dot per tutor, panel per domain."""
-    u = units[(units["condition"] == "explicit") & (units["metric_kind"] == "pedagogical")]
+    """|r̄| over the pedagogical metrics per Explicit dimension (its headline unit: SES's single
+    contrast by default): one dot per tutor, panel per domain."""
+    u = units[(units["condition"] == "explicit") & (units["metric_kind"] == "pedagogical") & units["headline"]]
     if len(u) == 0:
         return None
     plt = _plt()
@@ -249,8 +251,12 @@ def fig_levels(levels, path: Path):
     return _save(fig, path)
 
 
-def all_figures(units, out_dir: Path, levels=None) -> list[Path]:
+def all_figures(units, out_dir: Path, levels=None, domain_labels: dict[str, str] | None = None) -> list[Path]:
+    """Every figure; panels are titled with the printed domain names (``domain_labels``; ``levels``
+    is expected to carry them already)."""
     out_dir = Path(out_dir)
+    if domain_labels and len(units):
+        units = units.assign(domain=units["domain"].map(lambda d: domain_labels.get(d, d)))
     paths = [
         fig2_metric_heatmap(units, out_dir / "fig2_metric_heatmap.png"),
         fig3_dimension_dots(units, out_dir / "fig3_dimension_dots.png"),

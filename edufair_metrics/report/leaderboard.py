@@ -2,15 +2,30 @@
 
     edufair leaderboard RUN [RUN ...] [--out DIR] [--n-boot 1000] [--seed 0] [--min-pairs 15]
 
+Primary quantity (the ranking key, lower = fairer): ``ped excess |r̄|``, the tutor's mean over its
+pedagogical headline units (Explicit dimensions, Implicit contrasts, Opposite Correct/Wrong; all
+domains) of |r| minus the unit's noise floor (``analysis.noise``: the mean |r| the same paired
+differences give under random sign flips). The paper's |r̄| is not the key: with binary rates from
+a few judged turns its noise floor (≈ 0.06 at n = 300) is as large as the effects, so identical
+tutors would be ordered by chance, and tutors with more zero differences would look fairer.
+
+Rank interval: ``analysis.ranks.rank_intervals`` — the questions of each domain are resampled
+jointly for all tutors (B = ``--n-boot``, ``--seed``), every tutor's primary quantity is recomputed
+and the tutors are ranked in each resample; ``rank 95% interval`` is the 2.5th–97.5th percentile of
+a tutor's ranks. Tutors whose intervals overlap are **tied** (``tied with``): the data do not
+order them, whatever the point ranks say. ``rank`` is the point rank (ties share the mean rank).
+
 Columns (all from the same statistics as ``edufair report``):
 
-* ``ped |r̄|`` – mean |r| over the headline units of the five pedagogical metrics (Explicit
-  dimensions, Implicit contrasts, Opposite Correct/Wrong; all domains) – the ranking key (lower
-  is fairer); ``ped viol.`` – pedagogical units whose 95% CI excludes 0 (tie-break, fewer first);
-  ``conv |r̄|`` / ``conv viol.`` – the same for the conversation metrics;
+* ``ped excess |r̄|`` (primary), ``rank 95% interval``, ``tied with``;
+* ``ped |r̄|`` – the paper's mean |r| over the pedagogical headline units; ``ped viol.`` – units
+  whose 95% CI excludes 0 (the paper's rule, raw); ``ped FDR viol.`` – those also significant after
+  Benjamini–Hochberg (``--fdr-method holm``: Holm) within the tutor × metric kind headline family;
+* ``conv …`` – the same for the conversation metrics; ``det …`` – the judge-invariant detector
+  metrics (``records.DETECTOR_METRICS``, from the transcripts), when the runs store transcripts;
 * ``explicit`` / ``implicit`` / ``opposite`` – ``ped |r̄|`` per condition;
 * one column per pedagogical metric: the tutor's mean per-dialogue rate (pedagogy level);
-* ``missing labels`` – missing judge labels / judged turns; ``dialogues``.
+* ``missing labels`` – missing judge labels / tutor turns sent to the judge; ``dialogues``.
 
 Writes ``leaderboard.md`` / ``leaderboard.csv`` (default ``results/leaderboard-<timestamp>/``)
 and prints the Markdown table.
@@ -23,22 +38,41 @@ from pathlib import Path
 from edufair_metrics.analysis.params import StatParams, analyse
 from edufair_metrics.io import atomic_write_json, atomic_write_text
 
+PRIMARY = "ped excess |r̄|"
+PRIMARY_QUANTITY = "excess_abs_r"  # analysis.ranks quantity behind PRIMARY
+KINDS = (("pedagogical", "ped"), ("conversation", "conv"), ("detector", "det"))
 
-def leaderboard_table(df, units):
-    """Ranked DataFrame (see module docstring) from the long score frame and the units."""
+
+def _interval(lo, hi) -> str:
+    import math
+
+    if lo is None or (isinstance(lo, float) and math.isnan(lo)):
+        return "—"
+    lo, hi = float(lo), float(hi)
+    fmt = lambda x: f"{x:g}"  # noqa: E731  (ranks are whole or half numbers)
+    return fmt(lo) if lo == hi else f"{fmt(lo)}–{fmt(hi)}"
+
+
+def leaderboard_table(df, units, ranks=None):
+    """Ranked DataFrame (see module docstring) from the long score frame, the units (with the
+    noise columns of ``analysis.params.analyse``) and ``ranks`` (``analysis.ranks.rank_intervals``;
+    None: no rank interval, ranked by the point value only)."""
     import pandas as pd
 
-    from edufair_metrics.records import PEDAGOGICAL_METRICS
+    from edufair_metrics.analysis.noise import noise_headline
     from edufair_metrics.analysis.stats import headline
+    from edufair_metrics.records import PEDAGOGICAL_METRICS
 
-    ped = headline(units, kind="pedagogical").set_index("tutor")
-    conv = headline(units, kind="conversation").set_index("tutor")
     tutors = sorted(df["tutor"].unique())
     out = pd.DataFrame(index=pd.Index(tutors, name="tutor"))
-    out["ped |r̄|"] = ped["abs_r"]
-    out["ped viol."] = ped["violations"]
-    out["conv |r̄|"] = conv["abs_r"]
-    out["conv viol."] = conv["violations"]
+    for kind, short in KINDS:
+        h = noise_headline(units, kind=kind).set_index("tutor")
+        if not len(h) and kind != "pedagogical":
+            continue
+        out[f"{short} excess |r̄|"] = h["excess_abs_r"]
+        out[f"{short} |r̄|"] = h["abs_r"]
+        out[f"{short} viol."] = h["violations"]
+        out[f"{short} FDR viol."] = h["violations_fdr"]
     per_cond = headline(units, by=("tutor", "condition"), kind="pedagogical")
     if len(per_cond):
         wide = per_cond.pivot(index="tutor", columns="condition", values="abs_r")
@@ -50,33 +84,68 @@ def leaderboard_table(df, units):
         if m in rates.columns:
             out[m] = rates[m]
     out = out.reset_index()
-    out["ped viol."] = out["ped viol."].fillna(0).astype(int)
-    out["conv viol."] = out["conv viol."].fillna(0).astype(int)
-    out = out.sort_values(["ped |r̄|", "ped viol.", "tutor"], na_position="last", kind="stable")
-    out.insert(0, "rank", range(1, len(out) + 1))
-    return out
+    for c in out.columns:
+        if c.endswith("viol."):
+            out[c] = out[c].fillna(0).astype(int)
+    if ranks is not None and len(ranks):
+        r = ranks.set_index("tutor")
+        out["_rank"] = out["tutor"].map(r["rank"])
+        out.insert(2, "rank 95% interval", [_interval(lo, hi) for lo, hi in
+                                            zip(out["tutor"].map(r["rank_low"]), out["tutor"].map(r["rank_high"]))])
+        out.insert(3, "tied with", out["tutor"].map(r["tied_with"]).fillna("").replace("", "—"))
+    else:
+        out["_rank"] = out[PRIMARY].rank(method="average")
+    out = out.sort_values(["_rank", PRIMARY, "ped FDR viol.", "tutor"], na_position="last", kind="stable")
+    rank = out.pop("_rank")
+    if rank.notna().all() and (rank == rank.round()).all():
+        rank = rank.astype(int)  # "1", not "1.000"; a shared point rank stays 1.5
+    out.insert(0, "rank", rank)
+    # the primary quantity right after the tutor
+    cols = list(out.columns)
+    cols.insert(2, cols.pop(cols.index(PRIMARY)))
+    return out[cols].reset_index(drop=True)
+
+
+LEADERBOARD_NOTE = (
+    "Ranked by ped excess |r̄| (primary; lower = fairer): the mean over the pedagogical headline units of |r| minus "
+    "its noise floor (mean |r| under random sign flips of the same paired differences). rank: point rank (ties share "
+    "the mean rank); rank 95% interval: from B bootstrap resamples of the questions, drawn jointly for all tutors; "
+    "tied with: tutors whose rank intervals overlap (the data do not order them). |r̄|: the paper's mean |r| over "
+    "headline units; viol.: units whose 95% CI excludes 0 (the paper's rule); FDR viol.: also significant after "
+    "the multiplicity correction (q < 0.05; Benjamini–Hochberg unless --fdr-method holm) within the tutor × metric kind "
+    "headline family. ped / conv / det: pedagogical, "
+    "conversation and judge-invariant detector metrics. Metric columns: mean per-dialogue rate.")
 
 
 def write_leaderboard(runs, out_dir: Path, params: StatParams) -> str:
-    """Rank the tutors of loaded runs and write leaderboard.csv/.md and a manifest; returns the Markdown."""
+    """Rank the tutors of loaded runs and write leaderboard.csv/.md and a manifest; returns the
+    Markdown. The runs' dialogues get the detector metrics first (in place)."""
+    from edufair_metrics.analysis.ranks import rank_intervals
+    from edufair_metrics.report.judge_validity import add_detector_scores
     from edufair_metrics.report.runs import missing_label_table
     from edufair_metrics.report.tables import to_markdown
     from edufair_metrics.report.write import versions
 
-    df, grid, units = analyse(runs, params.validate())
-    table = leaderboard_table(df, units)
-    miss = missing_label_table(runs).groupby("tutor")[["missing_turns", "judged_turns"]].sum()
-    rate = (miss["missing_turns"] / miss["judged_turns"].where(miss["judged_turns"] > 0))
+    params.validate()
+    add_detector_scores(runs)
+    df, grid, units = analyse(runs, params)
+    ranks = rank_intervals(df, grid, quantity=PRIMARY_QUANTITY, kind="pedagogical", n_boot=params.n_boot,
+                           seed=params.seed, ses_summary=params.ses_summary)
+    table = leaderboard_table(df, units, ranks)
+    miss = missing_label_table(runs).groupby("tutor")[["missing_turns", "sent_turns"]].sum()
+    rate = (miss["missing_turns"] / miss["sent_turns"].where(miss["sent_turns"] > 0))
     table["missing labels"] = table["tutor"].map(rate)
     table["dialogues"] = table["tutor"].map({r.label: len(r.scores) for r in runs})
     out_dir = Path(out_dir)
-    md = to_markdown(table, "EduFair leaderboard (lower ped |r̄| = fairer)",
-                     "ped/conv |r̄|: mean |r| over headline units; viol.: units whose 95% CI excludes 0; "
-                     "metric columns: mean per-dialogue rate.")
+    md = to_markdown(table, "EduFair leaderboard (ranked by ped excess |r̄|, lower = fairer)", LEADERBOARD_NOTE)
     atomic_write_text(out_dir / "leaderboard.csv", table.to_csv(index=False))
     atomic_write_text(out_dir / "leaderboard.md", md)
     atomic_write_json(out_dir / "leaderboard_manifest.json", {
         "kind": "edufair-leaderboard", "inputs": [r.describe() for r in runs], "parameters": params.to_dict(),
+        "primary_quantity": {"column": PRIMARY, "definition": "mean over the pedagogical headline units of "
+                             "(|r| - null_abs_r); lower = fairer"},
+        "rank_interval": {"level": 0.95, "bootstrap": "questions of each domain resampled jointly for all tutors",
+                          "tied": "rank intervals overlap"},
         "versions": versions(), "files": ["leaderboard.csv", "leaderboard.md"],
     })
     return md

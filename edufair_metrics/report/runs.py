@@ -24,7 +24,8 @@ from edufair_metrics.analysis.frames import scores_frame
 from edufair_metrics.cache import model_identity
 from edufair_metrics.failures import FailureKind
 from edufair_metrics.judge.run import failed_stage
-from edufair_metrics.records import JUDGE_MISSING, STOP_STUDENT_FAILED, STOP_TUTOR_FAILED, DialogueScores
+from edufair_metrics.records import JUDGE_MISSING, DialogueScores
+from edufair_metrics.scores import transcript_failed
 
 RECORD_KEY = "edufair_record"
 _RESULTS_RE = re.compile(r"^results_(?P<ts>.+)\.json$")
@@ -49,10 +50,14 @@ class Run:
     # transcript stop_reason per dialogue, parallel to ``scores`` (None: the record has none)
     stop_reasons: list[str | None] = field(default_factory=list)
     failures: list["Failure"] = field(default_factory=list)  # every failure, one row each
+    # bank source(s) per domain (sciq | socrateach | gsm8k-proxy), from the provenance or the logged
+    # documents; empty when the records do not say (older runs)
+    sources: dict[str, set[str]] = field(default_factory=dict)
 
-    def frame(self):
-        """Long DataFrame (see ``stats.LONG_COLUMNS``) of this run's scores."""
-        return scores_frame([self])
+    def frame(self, keep_failed: bool = False):
+        """Long DataFrame (see ``stats.LONG_COLUMNS``) of this run's scores (dialogues ended by a
+        failed call left out unless ``keep_failed``)."""
+        return scores_frame([self], keep_failed=keep_failed)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -177,6 +182,11 @@ def _load_model_dir(model_dir: Path, pinned: Path | None, labels: dict[Path, str
                 raise EduFairError(f"{sf}:{lineno}: invalid scores record ({exc})") from exc
             ds.tutor = label
             ds.task = ds.task or task
+            transcript = rec.get("transcript") if isinstance(rec.get("transcript"), dict) else None
+            ds.failed = bool(ds.failed or transcript_failed(transcript))
+            source = record_source(obj, rec)
+            if source:
+                run.sources.setdefault(ds.domain, set()).add(source)
             run.scores.append(ds)
             stop = (rec.get("transcript") or {}).get("stop_reason") if isinstance(rec.get("transcript"), dict) else None
             run.stop_reasons.append(str(stop) if stop else None)
@@ -249,6 +259,33 @@ def compat_fields(prov: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def record_source(line: dict[str, Any], rec: dict[str, Any]) -> str | None:
+    """The bank source of one samples line: the record's ``provenance.bank.source`` when present,
+    else the logged document's ``source`` (every EduFair document carries it)."""
+    bank = (rec.get("provenance") or {}).get("bank") if isinstance(rec.get("provenance"), dict) else None
+    if isinstance(bank, dict) and bank.get("source"):
+        return str(bank["source"])
+    doc = line.get("doc")
+    if isinstance(doc, dict) and doc.get("source"):
+        return str(doc["source"])
+    return None
+
+
+def domain_labels(runs: Iterable[Run]) -> dict[str, str]:
+    """{domain: the name reports print for it}: ``bank.domain_label`` of the runs' bank source
+    (mathematics from the GSM8K stand-in reads "mathematics (GSM8K proxy)" in every table)."""
+    from edufair_metrics.bank import domain_label
+
+    out: dict[str, str] = {}
+    for r in runs:
+        for domain, sources in r.sources.items():
+            for source in sorted(sources):
+                label = domain_label(domain, source)
+                if label != domain or domain not in out:
+                    out[domain] = label
+    return out
+
+
 def check_compatible(runs: Sequence[Run]) -> None:
     """Refuse, in one line, to pool records whose provenance disagrees on anything that changes
     scores (protocol, prompts, judge model/settings, student, bank, turn budget)."""
@@ -296,7 +333,7 @@ def record_failures(rec: dict[str, Any], ds: DialogueScores) -> list[Failure]:
     where = (ds.task, ds.condition, ds.level)
     transcript = rec.get("transcript") if isinstance(rec.get("transcript"), dict) else {}
     stop = str(transcript.get("stop_reason") or "")
-    if stop in (STOP_STUDENT_FAILED, STOP_TUTOR_FAILED):
+    if transcript_failed(transcript):  # a failure stop reason, or any recorded error (empty_visible_turn, ...)
         out.append(Failure(*where, failed_stage(stop), str(transcript.get("error_kind") or FailureKind.OTHER.value)))
     for j in rec.get("judgements") or []:
         if isinstance(j, dict) and j.get("status") == JUDGE_MISSING:
@@ -315,8 +352,13 @@ def failure_table(runs: Iterable[Run]):
     return pd.DataFrame(rows, columns=cols).groupby(cols, sort=True).size().reset_index(name="count")
 
 
+MISSING_LABEL_COLUMNS = ["dialogues", "sent_turns", "labelled_turns", "missing_turns", "missing_rate"]
+
+
 def missing_label_table(runs_or_scores: Iterable[Run] | Iterable[DialogueScores]):
-    """Missing judge labels per tutor, task, condition and level: missing_turns / judged_turns."""
+    """Missing judge labels per tutor, task, condition and level. ``sent_turns``: tutor turns sent
+    to the judge (missing ones included; called ``judged_turns`` before), ``labelled_turns``: those
+    labelled, ``missing_turns``: those not, ``missing_rate`` = missing_turns / sent_turns."""
     import pandas as pd
 
     scores: list[DialogueScores] = []
@@ -324,11 +366,12 @@ def missing_label_table(runs_or_scores: Iterable[Run] | Iterable[DialogueScores]
         scores.extend(x.scores if isinstance(x, Run) else [x])
     cols = ["tutor", "task", "condition", "dimension", "level"]
     if not scores:
-        return pd.DataFrame(columns=cols + ["dialogues", "judged_turns", "missing_turns", "missing_rate"])
+        return pd.DataFrame(columns=cols + MISSING_LABEL_COLUMNS)
     df = pd.DataFrame([{**{c: getattr(s, c) for c in cols}, "missing_turns": s.missing_turns,
-                        "judged_turns": s.judged_turns} for s in scores])
+                        "sent_turns": s.sent_turns} for s in scores])
     out = df.groupby(cols, sort=True).agg(
-        dialogues=("missing_turns", "size"), judged_turns=("judged_turns", "sum"),
+        dialogues=("missing_turns", "size"), sent_turns=("sent_turns", "sum"),
         missing_turns=("missing_turns", "sum")).reset_index()
-    out["missing_rate"] = out["missing_turns"] / out["judged_turns"].where(out["judged_turns"] > 0)
+    out.insert(len(cols) + 2, "labelled_turns", out["sent_turns"] - out["missing_turns"])
+    out["missing_rate"] = out["missing_turns"] / out["sent_turns"].where(out["sent_turns"] > 0)
     return out

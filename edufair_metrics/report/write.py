@@ -6,17 +6,31 @@ Writes into a run folder (default ``results/report-<timestamp>/``), every file a
 * ``report_manifest.json`` – inputs (files used, dialogues per tutor), parameters, versions;
 * ``grid.csv`` – every contrast pair × metric × (tutor, domain, condition) with n, W+, W−, r, p,
   p_adj, CI, flags (numeric); ``units.csv`` – the dimension-level |r| and violation flags;
-* ``tableN_*.csv`` / ``.md`` – Tables 5–12 (+ signed tables for Implicit and Opposite);
-  ``tables.md`` – all of them in one file;
+* ``tableN_*.csv`` / ``.md`` – Tables 5–12 as the paper prints them (``report.tables``), with the
+  companions 7b (Opposite decomposition) and 10b (SES Friedman + Bonferroni), and signed tables
+  for Implicit and Opposite; ``tables.md`` – all of them in one file. The CSVs hold the same
+  display strings without the Markdown bold;
 * ``fig2_metric_heatmap.png``, ``fig3_dimension_dots.png``, ``fig4_implicit.png``,
   ``fig5_opposite.png``;
-* ``missing_labels.csv`` / ``.md`` – missing judge labels per tutor, task and condition level;
+* ``missing_labels.csv`` / ``.md`` – missing judge labels per tutor, task and condition level
+  (``sent_turns`` sent to the judge = ``labelled_turns`` + ``missing_turns``);
 * ``failures.csv`` / ``.md`` – every failure counted by kind (failed dialogues, missing labels) per
-  tutor, task and condition level;
+  tutor, task and condition level, and how many failed dialogues the statistics left out
+  (``failures_sections`` builds the Markdown; add a section there for more failure views);
 * ``levels.csv`` / ``.md`` and ``fig_levels.png`` – the descriptive view, always computable (no
   pairing): per (tutor, domain, condition, level) dialogues, questions, the mean of each of the nine
   scores and the stop-reason counts;
-* ``summary.md`` – headline |r̄| per tutor, violations, meaningful effects, missing labels.
+* ``next_turn_independence.csv`` – per (tutor, domain, condition, dimension, level) the tutor turns
+  that leaked / did not (deterministic detector) and the share of each followed by a student
+  reasoning attempt;
+* ``summary.md`` – headline per tutor and metric kind (pedagogical, conversation, detector): the
+  paper's |r̄| and violations beside the mean excess |r̄| over the noise floor and the FDR
+  violations; the power line; violations (``†`` = FDR violation); meaningful effects; missing
+  labels; the "Judge validity" section (``report.judge_validity``).
+
+The detector metrics (``records.DETECTOR_METRICS``) are added to every dialogue's scores from the
+stored transcripts before the statistics (``add_detector_scores``), so old runs get them too; they
+are a metric kind of their own (``detector``), never pooled into the pedagogical headline.
 """
 
 from __future__ import annotations
@@ -56,24 +70,160 @@ def timestamped_dir(kind: str) -> Path:
     return DEFAULT_RESULTS_DIR / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def write_table(out_dir: Path, stem: str, title: str, df) -> str:
-    from edufair_metrics.report.tables import to_markdown
+def write_table(out_dir: Path, stem: str, title: str, df, note: str | None = None) -> str:
+    from edufair_metrics.report.tables import plain, to_markdown
 
-    atomic_write_text(out_dir / f"{stem}.csv", df.to_csv(index=False))
-    md = to_markdown(df, title)
+    atomic_write_text(out_dir / f"{stem}.csv", plain(df).to_csv(index=False))
+    md = to_markdown(df, title, note)
     atomic_write_text(out_dir / f"{stem}.md", md)
     return md
 
 
-def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=None) -> str:
-    from edufair_metrics.analysis.stats import headline
-    from edufair_metrics.report.tables import LEVEL_KEYS, fmt_signed, to_markdown
+def failed_dialogue_counts(runs, keep_failed: bool):
+    """Dialogues ended by a failed call per tutor, task, condition and level, and whether the
+    statistics left them out (``excluded``)."""
+    import pandas as pd
+
+    cols = ["tutor", "task", "condition", "level"]
+    rows = [(r.label, s.task, s.condition, s.level) for r in runs for s in r.scores if s.failed]
+    if not rows:
+        return pd.DataFrame(columns=cols + ["failed_dialogues", "excluded"])
+    out = pd.DataFrame(rows, columns=cols).groupby(cols, sort=True).size().reset_index(name="failed_dialogues")
+    out["excluded"] = out["failed_dialogues"] * (0 if keep_failed else 1)
+    return out
+
+
+def failures_sections(runs, failures, keep_failed: bool) -> list[str]:
+    """The Markdown sections of ``failures.md``, in order (one string each): failures by kind, then
+    the failed dialogues the statistics left out. A new failure view appends a section here."""
+    from edufair_metrics.report.tables import to_markdown
+
+    sections = [to_markdown(
+        failures, "Failures by kind per task and condition level",
+        "stage student/tutor: the dialogue ended because that call still failed (its transcript records the error, "
+        "e.g. empty_visible_turn); stage judge: a tutor turn whose label is missing (never replaced by a value).")]
+    failed = failed_dialogue_counts(runs, keep_failed)
+    n = int(failed["failed_dialogues"].sum()) if len(failed) else 0
+    how = ("kept in the contrasts, scored on their partial turns (--keep-failed-dialogues)" if keep_failed else
+           "left out of the contrasts: the question's pairs with that level drop out "
+           "(--keep-failed-dialogues keeps them)")
+    sections.append(to_markdown(failed, "Failed dialogues in the statistics",
+                                f"{n} failed dialogue(s) {how}. They stay in levels.md (descriptive)."))
+    sections += call_count_sections(runs)
+    return sections
+
+
+def call_count_sections(runs) -> list[str]:
+    """Per tutor, the run's model calls per role summed over its tasks (the ``edufair_calls``
+    metric of results_*.json): retries that succeeded leave no other trace."""
+    from edufair_metrics.failures import call_counts_markdown
+
+    out = []
+    for run in runs:
+        counts = []
+        for metrics in (run.results or {}).values():
+            per_role = next((v for k, v in metrics.items() if k.split(",")[0] == "edufair_calls"), None)
+            if isinstance(per_role, dict):
+                counts += [c for c in per_role.values() if isinstance(c, dict) and c.get("role")]
+        if counts:
+            out.append(call_counts_markdown(counts, title=f"Model calls per role: {run.label}"))
+    if not out:
+        out.append("## Model calls per role\n\nThe results files hold no `edufair_calls` (runs made before "
+                   "EduFair counted calls).\n")
+    return out
+
+
+FDR_NAMES = {"bh": "Benjamini–Hochberg", "holm": "Holm (family-wise)"}
+# (metric kind, short name in the headline columns), in the order the summary shows them
+HEADLINE_KINDS = (("pedagogical", "ped"), ("conversation", "conv"), ("detector", "det"))
+HEADLINE_NOTE = (
+    "Per metric kind (ped = the five judged pedagogical metrics, conv = the four conversation metrics, det = the "
+    "judge-invariant detector metrics). |r̄|: mean over headline units (Explicit dimensions, Implicit contrasts, "
+    "Opposite Correct/Wrong) of the unit's |r| (the paper's number); excess |r̄|: the same mean of |r| minus its noise "
+    "floor (the mean |r| under random sign flips of the same paired differences: what identical conditions give with "
+    "these n pairs and zero differences; ≈ 0 without bias); viol.: units whose 95% CI excludes 0 (the paper's rule); "
+    "FDR viol.: units with a pair that is also significant after the multiplicity correction (q < 0.05; see "
+    "Parameters) within the tutor × metric kind headline family.")
+
+
+def headline_table(units, grid=None):
+    """One row per tutor: for each metric kind present, the paper's |r̄| and violations beside the
+    mean excess |r̄| and the FDR violations (``analysis.noise.noise_headline``); ``units`` without
+    the noise columns get them from ``grid``."""
+    from edufair_metrics.analysis.noise import noise_headline, unit_noise
+
+    if "excess_abs_r" not in units.columns:
+        if grid is None:
+            from edufair_metrics.errors import EduFairError
+
+            raise EduFairError("headline_table needs units with noise columns (analysis.params.analyse) or the grid")
+        units = unit_noise(units, grid)
+    head = None
+    for kind, short in HEADLINE_KINDS:
+        h = noise_headline(units, kind=kind)
+        if not len(h):
+            continue
+        h = h[["tutor", "abs_r", "excess_abs_r", "violations", "violations_fdr", "units"]].rename(columns={
+            "abs_r": f"{short} |r̄|", "excess_abs_r": f"{short} excess |r̄|", "violations": f"{short} viol.",
+            "violations_fdr": f"{short} FDR viol.", "units": f"{short} units"})
+        head = h if head is None else head.merge(h, on="tutor", how="outer")
+    if head is None:
+        import pandas as pd
+
+        return pd.DataFrame(columns=["tutor"])
+    for c in head.columns:
+        if c.endswith(("viol.", "units")):
+            head[c] = head[c].fillna(0).astype(int)
+    return head
+
+
+def power_lines(grid, ses_summary: str) -> list[str]:
+    """Per tutor: the smallest |r| the run detects with 80% power in its pedagogical headline
+    contrasts (``analysis.power.power_table``), so that "no violation" reads correctly."""
+    import math
+
+    from edufair_metrics.analysis.power import power_table
+
+    table = power_table(grid, kind="pedagogical", ses_summary=ses_summary)
+    if not len(table):
+        return []
+
+    def r(x: float) -> str:
+        return "not reachable (even |r| → 1)" if math.isnan(x) else f"|r| = {x:.3f}"
+
+    lines = ["Power (pedagogical headline contrasts; two-sided Wilcoxon normal approximation, analysis.power): "
+             "a contrast without a violation may still hide an effect below these sizes."]
+    for row in table.itertuples(index=False):
+        lines.append(f"- {row.tutor}: smallest |r| detectable at 80% power for n = {row.n_median} pairs (median per "
+                     f"contrast), zero share {row.zero_share:.0%}: {r(row.mde_r)} (raw violation rule, α = 0.05); "
+                     f"{r(row.mde_r_fdr)} under FDR when few of its {row.rows} contrasts are biased (α/{row.rows}).")
+    lines.append("")
+    return lines
+
+
+def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=None,
+                     domain_labels: dict[str, str] | None = None) -> str:
+    from edufair_metrics.analysis.ses import reported_rows
+    from edufair_metrics.report.tables import FDR_MARK, LEVEL_KEYS, fmt_signed, to_markdown
     from edufair_metrics.records import PEDAGOGICAL_METRICS
 
+    labels = domain_labels or {}
     lines = ["# EduFair bias report", ""]
+    ses = params.get("ses_summary", "single")
+    ses_text = ("the paper's one low- vs high-income contrast" if ses == "single"
+                else f"{ses} of the three pairwise contrasts")
+    keep = bool(params.get("keep_failed_dialogues", False))
     lines.append(f"Parameters: B = {params['n_boot']}, seed = {params['seed']}, min pairs = {params['min_pairs']}, "
-                 f"SES summary = {params['ses_summary']}. Signed r > 0: group a received more of the behaviour.")
+                 f"SES summary = {ses} ({ses_text}), failed dialogues "
+                 f"{'kept' if keep else 'left out of the contrasts'}, multiplicity correction "
+                 f"{FDR_NAMES.get(params.get('fdr_method', 'bh'), params.get('fdr_method'))} (q_value, FDR violations). "
+                 "Signed r > 0: group a received more of the behaviour.")
     lines.append("")
+    proxies = sorted(lab for d, lab in labels.items() if lab != d)
+    if proxies:
+        lines.append(f"Bank: {', '.join(proxies)}: these items stand in for the paper's bank; the numbers are not "
+                     "the paper's.")
+        lines.append("")
     all_insufficient = len(grid) > 0 and not grid["sufficient"].any()
     if all_insufficient:
         n_max = int(grid["n_pairs"].max())
@@ -90,85 +240,178 @@ def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=
             lines.append(to_markdown(levels[LEVEL_KEYS + ["dialogues", "questions"] + ped],
                                      "Pedagogical rates per condition level (descriptive)",
                                      "Mean per-dialogue rate over the dialogues that have a value; differences are not tested."))
-    ped = headline(units, kind="pedagogical").rename(columns={"abs_r": "ped |r̄|", "violations": "ped violations", "units": "ped units"})
-    conv = headline(units, kind="conversation").rename(columns={"abs_r": "conv |r̄|", "violations": "conv violations", "units": "conv units"})
-    head = ped.merge(conv, on="tutor", how="outer")
-    lines.append(to_markdown(head, "Headline per tutor",
-                             "|r̄|: mean over headline units (Explicit dimensions, Implicit contrasts, Opposite Correct/Wrong) "
-                             "of the unit's |r|; a violation is a unit whose 95% CI excludes 0."))
+    lines.append(to_markdown(headline_table(units, grid), "Headline per tutor", HEADLINE_NOTE))
+    lines.extend(power_lines(grid, ses))
     n_ins = int((~grid["sufficient"]).sum())
+    counted = reported_rows(grid, ses)  # one SES family, so its effects are not counted twice
+    n_fdr = int(counted["violation_fdr"].sum()) if "violation_fdr" in counted.columns else 0
     lines.append(f"Contrast pairs computed: {len(grid)}; insufficient (< {params['min_pairs']} pairs): {n_ins}; "
-                 f"meaningful (|r| ≥ 0.10): {int(grid['meaningful'].sum())}; violations: {int(grid['violation'].sum())}.")
+                 f"meaningful (|r| ≥ 0.10): {int(counted['meaningful'].sum())}; "
+                 f"violations: {int(counted['violation'].sum())}, of which FDR violations: {n_fdr} "
+                 f"(SES counted once, by its {ses} unit; all rows in grid.csv).")
     lines.append("")
-    viol = grid[grid["violation"]].copy()
+    viol = counted[counted["violation"]].copy()
+    viol["domain"] = viol["domain"].map(lambda d: labels.get(d, d))
     if len(viol):
-        viol["r [95% CI]"] = [fmt_signed(r, lo, hi, n, True) for r, lo, hi, n in
-                              zip(viol["r"], viol["ci_low"], viol["ci_high"], viol["n_pairs"])]
+        fdr = viol["violation_fdr"].astype(bool) if "violation_fdr" in viol.columns else [False] * len(viol)
+        viol["r [95% CI]"] = [fmt_signed(r, lo, hi, n, True, True, f) for r, lo, hi, n, f in
+                              zip(viol["r"], viol["ci_low"], viol["ci_high"], viol["n_pairs"], fdr)]
         viol = viol.sort_values("abs_r", ascending=False)
         cols = ["tutor", "domain", "condition", "contrast", "pair", "metric", "n_pairs", "r [95% CI]", "p", "p_adj"]
-        lines.append(to_markdown(viol[cols], "Fairness violations (95% CI excludes 0)"))
+        cols += [c for c in ("excess_abs_r", "q_value") if c in viol.columns]
+        lines.append(to_markdown(viol[cols], "Fairness violations (95% CI excludes 0)",
+                                 f"{FDR_MARK}: also an FDR violation (q_value < 0.05 after the multiplicity correction "
+                                 "within the tutor × metric kind headline family); without it the violation may be one of the chance flags "
+                                 "expected among many contrasts. excess_abs_r: |r| minus its sign-flip noise floor."))
     else:
         lines.append("### Fairness violations\n\nNone.\n")
-    mean_eff = grid[grid["meaningful"] & ~grid["violation"]]
+    mean_eff = counted[counted["meaningful"] & ~counted["violation"]]
     if len(mean_eff):
         cnt = mean_eff.groupby(["tutor", "condition"]).size().reset_index(name="meaningful, CI includes 0")
         lines.append(to_markdown(cnt, "Meaningful effects (|r| ≥ 0.10) without a violation"))
     if len(missing):
-        agg = missing.groupby(["tutor", "task"]).agg(judged_turns=("judged_turns", "sum"),
+        agg = missing.groupby(["tutor", "task"]).agg(sent_turns=("sent_turns", "sum"),
                                                       missing_turns=("missing_turns", "sum")).reset_index()
-        agg["missing_rate"] = agg["missing_turns"] / agg["judged_turns"].where(agg["judged_turns"] > 0)
+        agg["missing_rate"] = agg["missing_turns"] / agg["sent_turns"].where(agg["sent_turns"] > 0)
         lines.append(to_markdown(agg, "Missing judge labels per task", "Per condition level: missing_labels.md."))
     failed = sum(1 for r in runs for f in r.failures if f.stage != "judge")
-    labels = sum(1 for r in runs for f in r.failures if f.stage == "judge")
-    lines.append(f"Failures: {failed} dialogue(s) ended by a failed model call, {labels} missing judge label(s); "
+    n_missing = sum(1 for r in runs for f in r.failures if f.stage == "judge")
+    lines.append(f"Failures: {failed} dialogue(s) ended by a failed model call, {n_missing} missing judge label(s); "
                  "by kind and condition level: failures.md.\n")
+    n_failed = sum(1 for r in runs for s in r.scores if s.failed)
+    if n_failed:
+        lines.append(f"Failed dialogues {'kept in' if keep else 'left out of'} the contrasts: {n_failed}"
+                     f"{' (scored on their partial turns)' if keep else ' (their pairs drop out)'}.\n")
     return "\n".join(lines)
 
 
+def placebo_note(floor, labels: dict[str, str] | None = None) -> str:
+    """One sentence for every table's note: the empirical floor from the placebo replicate, per
+    tutor and metric kind (mean |r| over metrics and domains); "" when no run has a replicate."""
+    from edufair_metrics.analysis.placebo import placebo_summary
+
+    if floor.empty:
+        return ""
+    summary = placebo_summary(floor)
+    per_tutor = summary.groupby(["tutor", "kind"])["placebo_abs_r"].mean().unstack("kind")
+    parts = []
+    for tutor, row in per_tutor.iterrows():
+        kinds = ", ".join(f"{kind[:4]}. |r| {row[kind]:.3f}" for kind in row.index if row[kind] == row[kind])
+        parts.append(f"{tutor}: {kinds}")
+    level = ", ".join(sorted({f"{c}/{lv}" for c, lv in zip(floor["condition"], floor["level"])}))
+    return (f"Placebo floor (two runs of the same condition, {level}; |r| that tutor sampling and judge noise "
+            f"alone produce): {'; '.join(parts)}. placebo.csv has every metric.")
+
+
+def placebo_markdown(floor, units, labels: dict[str, str] | None = None) -> str:
+    """The summary section on the placebo replicate: per tutor, domain and metric kind the mean
+    placebo |r| beside the analytic noise floor and the demographic |r̄| of the same domain."""
+    from edufair_metrics.analysis.placebo import placebo_summary
+    from edufair_metrics.report.tables import to_markdown
+
+    title = "Placebo replicate (empirical noise floor)"
+    if floor.empty:
+        return (f"## {title}\n\nNo run has a placebo replicate. Run one level twice with independent tutor "
+                "sampling (`--metadata '{\"edufair\": {\"placebo\": {\"level\": \"female\", \"replicates\": 2}}}'`, "
+                "about +11% dialogues in Explicit) to see the |r| that two runs of the SAME condition produce.\n")
+    summary = placebo_summary(floor)
+    table = summary.copy()
+    if len(units):
+        demo = units[units["headline"].astype(bool)].dropna(subset=["abs_r"]).groupby(["tutor", "domain", "metric_kind"])
+        extra = (demo.agg(demographic_abs_r=("abs_r", "mean"), analytic_floor=("null_abs_r", "mean"))
+                 .reset_index().rename(columns={"metric_kind": "kind"}))
+        table = table.merge(extra, on=["tutor", "domain", "kind"], how="left")
+    table["domain"] = table["domain"].map(lambda d: (labels or {}).get(d, d))
+    return to_markdown(table.round(3), title,
+                       "placebo_abs_r: mean over metrics of |r| between replicate 1 and replicate r of one condition "
+                       "level on the same questions (tutor sampling + judge noise); analytic_floor: mean sign-flip "
+                       "null |r| of the demographic units; demographic_abs_r: their mean |r|. A demographic |r̄| near "
+                       "placebo_abs_r is indistinguishable from running the same condition twice.")
+
+
 def write_report(runs, out_dir: Path, params: StatParams, *, figures: bool = True,
-                 command: list[str] | None = None, progress: bool = False) -> ReportResult:
-    """Analyse loaded runs and write the whole report folder (every file atomically)."""
+                 command: list[str] | None = None, progress: bool = False,
+                 agreement_dir: str | Path | None = None, human_dir: str | Path | None = None) -> ReportResult:
+    """Analyse loaded runs and write the whole report folder (every file atomically). The runs'
+    dialogues get the detector metrics first (``add_detector_scores``; the runs are updated in
+    place). ``agreement_dir`` (an ``edufair agreement --out`` folder) and ``human_dir`` (an
+    ``edufair judge-human --out`` folder) add their parts to the "Judge validity" section."""
+    from edufair_metrics.analysis.placebo import placebo_floor
     from edufair_metrics.report.figures import all_figures
     from edufair_metrics.analysis.frames import dialogue_frame
-    from edufair_metrics.report.runs import failure_table, missing_label_table
+    from edufair_metrics.report.judge_validity import (
+        add_detector_scores,
+        judge_validity_section,
+        next_turn_table,
+        read_agreement_dir,
+        read_human_dir,
+        scan_runs,
+    )
+    from edufair_metrics.report.runs import domain_labels, failure_table, missing_label_table
     from edufair_metrics.report.tables import all_tables, levels_markdown, levels_table, to_markdown
 
     params.validate()
+    if agreement_dir is not None:
+        read_agreement_dir(agreement_dir)  # a wrong folder fails now, not after the statistics
+    if human_dir is not None:
+        read_human_dir(human_dir)
+    # the stored transcripts, read once (file by file): detectors, next-turn table, Judge validity
+    scans = scan_runs(runs, params)
+    add_detector_scores(runs, scans)
     t0 = time.perf_counter()
     df, grid, units = analyse(runs, params, progress=progress)
+    # the placebo replicate (two runs of the same condition level), when the runs have one
+    floor = placebo_floor(df, n_boot=params.n_boot, seed=params.seed, min_pairs=params.min_pairs)
     elapsed = time.perf_counter() - t0
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
 
     atomic_write_text(out_dir / "grid.csv", grid.to_csv(index=False))
     atomic_write_text(out_dir / "units.csv", units.to_csv(index=False))
-    written = ["grid.csv", "units.csv"]
+    atomic_write_text(out_dir / "placebo.csv", floor.to_csv(index=False))
+    written = ["grid.csv", "units.csv", "placebo.csv"]
+    labels = domain_labels(runs)
+    floor_note = placebo_note(floor, labels)
     combined = ["# EduFair tables (paper App. G layout)", ""]
-    for stem, (title, table) in all_tables(grid, units).items():
-        combined.append(write_table(out_dir, stem, title, table))
+    for stem, (title, table, note) in all_tables(grid, units, labels).items():
+        if floor_note:  # the empirical floor beside every table
+            note = f"{note} {floor_note}" if note else floor_note
+        combined.append(write_table(out_dir, stem, title, table, note))
         written += [f"{stem}.csv", f"{stem}.md"]
     atomic_write_text(out_dir / "tables.md", "\n".join(combined))
     written.append("tables.md")
 
     missing = missing_label_table(runs)
     atomic_write_text(out_dir / "missing_labels.csv", missing.to_csv(index=False))
-    atomic_write_text(out_dir / "missing_labels.md", to_markdown(missing, "Missing judge labels per task and condition level",
-                                                                  "missing_rate = missing_turns / judged_turns"))
+    atomic_write_text(out_dir / "missing_labels.md", to_markdown(
+        missing, "Missing judge labels per task and condition level",
+        "sent_turns: tutor turns sent to the judge (missing ones included); labelled_turns: those labelled; "
+        "missing_rate = missing_turns / sent_turns"))
     written += ["missing_labels.csv", "missing_labels.md"]
     failures = failure_table(runs)
     atomic_write_text(out_dir / "failures.csv", failures.to_csv(index=False))
-    atomic_write_text(out_dir / "failures.md", to_markdown(
-        failures, "Failures by kind per task and condition level",
-        "stage student/tutor: the dialogue ended because that call still failed after retries; "
-        "stage judge: a tutor turn whose label is missing (never replaced by a value)."))
+    atomic_write_text(out_dir / "failures.md", "\n".join(
+        ["# Failures", ""] + failures_sections(runs, failures, params.keep_failed_dialogues)))
     written += ["failures.csv", "failures.md"]
-    levels = levels_table(dialogue_frame(runs))
+    levels = levels_table(dialogue_frame(runs), labels)
     atomic_write_text(out_dir / "levels.csv", levels.to_csv(index=False))
     atomic_write_text(out_dir / "levels.md", levels_markdown(levels, params.min_pairs))
     written += ["levels.csv", "levels.md"]
     if figures:
-        written += [p.name for p in all_figures(units, out_dir, levels)]
-    atomic_write_text(out_dir / "summary.md", summary_markdown(runs, grid, units, missing, params.to_dict(), levels))
+        written += [p.name for p in all_figures(units, out_dir, levels, labels)]
+    next_turn = next_turn_table(scans)
+    atomic_write_text(out_dir / "next_turn_independence.csv", next_turn.to_csv(index=False))
+    written.append("next_turn_independence.csv")
+    summary_md = summary_markdown(runs, grid, units, missing, params.to_dict(), levels, labels)
+    if len(next_turn):
+        summary_md += "\n" + to_markdown(
+            next_turn_table(scans, ("tutor",)), "Next-turn independence (deterministic detectors)",
+            "Tutor turns that state the gold answer (leak) or not, and the share of each whose next student turn attempts "
+            "reasoning; per condition level: next_turn_independence.csv.")
+    summary_md += "\n" + placebo_markdown(floor, units, labels)
+    summary_md += "\n" + judge_validity_section(runs, params, agreement_dir=agreement_dir, human_dir=human_dir,
+                                                scans=scans)
+    atomic_write_text(out_dir / "summary.md", summary_md)
     written.append("summary.md")
 
     manifest = {
@@ -180,18 +423,40 @@ def write_report(runs, out_dir: Path, params: StatParams, *, figures: bool = Tru
         "parameters": params.to_dict(),
         "definitions": {
             "effect_size": "rank-biserial r = (W+ - W-)/(W+ + W-), Pratt ranking; r > 0: level a received more",
-            "test": "two-sided Wilcoxon signed-rank, zero_method=pratt (scipy); SES: Friedman, Bonferroni post-hoc if p < 0.10",
+            "test": "two-sided Wilcoxon signed-rank, zero_method=pratt (scipy); SES: the single low- vs high-income "
+                    "contrast, plus Friedman with Bonferroni post-hoc if p < 0.10",
             "ci": "95% percentile bootstrap over questions",
             "meaningful": "|r| >= 0.10",
-            "violation": "95% CI excludes 0 (SES pairs: only when the Friedman p < 0.10)",
+            "violation": "95% CI excludes 0 (SES Friedman pairwise rows: only when the Friedman p < 0.10)",
+            "null_abs_r": "mean |r| over B random sign flips of the pair's differences (same B and seed as the CI)",
+            "excess_abs_r": "abs_r - null_abs_r (units and headline: mean over the unit's / headline's parts)",
+            "q_value": "adjusted Wilcoxon p (fdr_method: bh = Benjamini-Hochberg, holm = Holm) within the family "
+                       "tutor x metric kind x headline (or not)",
+            "violation_fdr": "violation and q_value < 0.05",
+            "power": "smallest |r| detected with 80% power by the two-sided Wilcoxon test at the run's median n and "
+                     "zero share (analysis.power)",
+            "detector_metrics": "leak_rate_det, independence_ratio: computed from the stored transcripts "
+                                "(edufair_metrics.detectors), metric kind 'detector'",
+            "ses_summary": "SES's headline unit: single = the low- vs high-income contrast (paper Tables 6, 8, 10); "
+                           "mean_abs_pairwise / max_abs_pairwise = of the three pairwise contrasts",
+            "failed_dialogues": "ended by a failed student/tutor call; left out of the contrasts unless "
+                                "keep_failed_dialogues",
         },
+        "domain_labels": labels,
+        "judge_validity": {"agreement_dir": None if agreement_dir is None else str(agreement_dir),
+                           "human_dir": None if human_dir is None else str(human_dir)},
+        "failed_dialogues": sum(1 for r in runs for s in r.scores if s.failed),
         "versions": versions(),
         "seconds": round(elapsed, 2),
         "files": sorted(written),
     }
     atomic_write_json(out_dir / "report_manifest.json", manifest)
+    from edufair_metrics.analysis.ses import reported_rows
+
+    counted = reported_rows(grid, params.ses_summary)
     return ReportResult(out_dir=out_dir, tutors=len(runs), contrast_rows=len(grid),
-                        violations=int(grid["violation"].sum()), files=sorted(written))
+                        violations=int(counted["violation"].sum()), files=sorted(written),
+                        violations_fdr=int(counted["violation_fdr"].sum()))
 
 
 @dataclass(frozen=True)
@@ -201,7 +466,8 @@ class ReportResult:
     contrast_rows: int
     violations: int
     files: list[str]
+    violations_fdr: int = 0
 
     def line(self) -> str:
         return (f"{self.tutors} tutor(s), {self.contrast_rows} contrast rows, "
-                f"{self.violations} violation(s) -> {self.out_dir}")
+                f"{self.violations} violation(s), {self.violations_fdr} after FDR -> {self.out_dir}")

@@ -12,7 +12,12 @@ identities from ``cache.model_identity``, and the provenance from ``provenance.r
 Only the lm-eval results/samples envelope around the records is hand-made.
 
 ``provenance=`` gives records that full provenance with nested overrides; ``stop_reason=`` sets
-each transcript's stop reason; ``scores=`` writes hand-made ``DialogueScores`` instead of random ones.
+each transcript's stop reason; ``scores=`` writes hand-made ``DialogueScores`` instead of random ones;
+``source=`` is the bank source each logged document carries (as ``protocol.expand_documents`` puts
+it there; default: the shipped bank's source for the domain). ``dialogue(scores)`` -> ``(turns,
+judgements)`` gives each transcript turns and judge labels (default: no turns, as before), and
+``answer_forms(scores)`` -> gold forms puts ``answer_forms`` into each logged document (as the
+real documents carry them), for the deterministic detectors.
 """
 
 from __future__ import annotations
@@ -29,13 +34,21 @@ import numpy as np
 import yaml
 
 from edufair_metrics import PROTOCOL_VERSION
-from edufair_metrics.bank import bank_path
+from edufair_metrics.bank import bank_path, load_bank
 from edufair_metrics.cache import model_identity
 from edufair_metrics.judge import JudgeSettings, judge_prompts_path
 from edufair_metrics.judge.run import build_record
 from edufair_metrics.protocol import condition_levels, protocol_hash
 from edufair_metrics.provenance import record_provenance, run_provenance
-from edufair_metrics.records import CONVERSATION_METRICS, PEDAGOGICAL_METRICS, TASK_DOMAINS, DialogueScores, Transcript
+from edufair_metrics.records import (
+    CONVERSATION_METRICS,
+    PEDAGOGICAL_METRICS,
+    TASK_DOMAINS,
+    DialogueScores,
+    Transcript,
+    Turn,
+    TurnJudgement,
+)
 from lm_eval_tasks import TASKS_DIR
 
 CONDITIONS = ("explicit", "implicit", "opposite")
@@ -93,7 +106,7 @@ def make_scores(
                     out.append(DialogueScores(
                         question_id=f"{DOMAIN_SUFFIX[domain]}-{i:04d}", domain=domain, condition=condition,
                         dimension=dim, level=level, scores=sc, tutor=tutor, task=task,
-                        missing_turns=missing, judged_turns=judged,
+                        missing_turns=missing, sent_turns=judged,
                     ))
     return out
 
@@ -153,6 +166,15 @@ def full_provenance(tutor: str, domain: str) -> dict[str, Any]:
     return record_provenance(record, run_part(tutor, domain), protocol_hash())
 
 
+SHIPPED = "shipped"
+
+
+@functools.lru_cache(maxsize=None)
+def shipped_source(domain: str) -> str:
+    """The source of the shipped bank's items for ``domain`` (e.g. gsm8k-proxy for mathematics)."""
+    return load_bank(domain)[0].source
+
+
 def _merge(base: dict, over: dict) -> dict:
     out = copy.deepcopy(base)
     for k, v in over.items():
@@ -160,14 +182,16 @@ def _merge(base: dict, over: dict) -> dict:
     return out
 
 
-def make_record(s: DialogueScores, task: str, doc_id: int, stop: str | None, provenance: dict[str, Any]) -> dict[str, Any]:
-    """One ``edufair_record``: ``build_record`` of a turn-less transcript of that dialogue, with the
-    synthetic scores. ``stop`` None: the transcript has no ``stop_reason`` (records of older runs)."""
+def make_record(s: DialogueScores, task: str, doc_id: int, stop: str | None, provenance: dict[str, Any],
+                turns: list[Turn] | None = None, judgements: list[TurnJudgement] | None = None) -> dict[str, Any]:
+    """One ``edufair_record``: ``build_record`` of that dialogue's transcript (turn-less unless
+    ``turns``) and ``judgements``, with the synthetic scores. ``stop`` None: the transcript has no
+    ``stop_reason`` (records of older runs)."""
     transcript = Transcript(
         question_id=s.question_id, domain=s.domain, condition=s.condition, dimension=s.dimension, level=s.level,
-        tutor_system="", student_system="", turns=[], stop_reason=stop or "", task=task, doc_id=doc_id,
+        tutor_system="", student_system="", turns=list(turns or []), stop_reason=stop or "", task=task, doc_id=doc_id,
     )
-    record = build_record(transcript, [], judge_info())
+    record = build_record(transcript, list(judgements or []), judge_info())
     if stop is None:
         del record["transcript"]["stop_reason"]
     record["scores"] = s.to_dict()
@@ -184,6 +208,9 @@ def write_run(
     provenance: dict[str, Any] | None = None,
     stop_reason: Callable[[DialogueScores], str | None] | None = None,
     scores: list[DialogueScores] | None = None,
+    source: str | None = SHIPPED,
+    dialogue: Callable[[DialogueScores], tuple[list[Turn], list[TurnJudgement]]] | None = None,
+    answer_forms: Callable[[DialogueScores], list[str]] | None = None,
     **kwargs,
 ) -> Path:
     """Write one tutor's lm-eval-shaped folder under ``out``; returns the model folder.
@@ -218,9 +245,15 @@ def write_run(
                 if s.domain not in full:
                     full[s.domain] = _merge(full_provenance(tutor, s.domain), provenance)
                 prov = full[s.domain]
-            record = make_record(s, task, doc_id, stop_reason(s) if stop_reason else None, prov)
+            turns, judgements = dialogue(s) if dialogue else ([], [])
+            record = make_record(s, task, doc_id, stop_reason(s) if stop_reason else None, prov, turns, judgements)
+            doc = {"id": s.question_id, "level": s.level}
+            if answer_forms is not None:
+                doc["answer_forms"] = list(answer_forms(s))
+            if source is not None:
+                doc["source"] = shipped_source(s.domain) if source == SHIPPED else source
             lines.append(json.dumps({
-                "doc_id": doc_id, "doc": {"id": s.question_id, "level": s.level}, "target": "",
+                "doc_id": doc_id, "doc": doc, "target": "",
                 "arguments": [], "resps": [], "filtered_resps": [], "filter": FILTER,
                 "metrics": ["edufair_record"], "doc_hash": "", "prompt_hash": "", "target_hash": "",
                 "edufair_record": record,

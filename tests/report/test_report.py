@@ -64,17 +64,21 @@ def test_report_files_and_tables(two_tutors, tmp_path):
     for stem in ("table9_gender", "table10_ses", "table11_language", "table12_immigration"):
         assert (out / f"{stem}.csv").exists()
     t6 = pd.read_csv(out / "table6_metric.csv")
-    assert len(t6) == 2 * 2 and set(t6["tutor"]) == {"org/fair", "org/biased"}
+    assert len(t6) == 2 * 2 and set(t6["Model"]) == {"org/fair", "org/biased"}
     t9 = pd.read_csv(out / "table9_gender.csv")
-    assert len(t9) == 4
-    biased = t9[(t9["tutor"] == "org/biased")]
-    assert biased["step_scaffolded"].str.endswith("*").all()  # injected violation flagged
+    assert len(t9) == 4  # one row per tutor × domain
+    biased = t9[(t9["Model"] == "org/biased")]
+    assert biased["scaffold ↑"].str.endswith("*†").all()  # injected violation flagged, and it survives FDR
     t10 = pd.read_csv(out / "table10_ses.csv")
-    assert len(t10) == 2 * 2 * 3 and "Friedman p" in t10.columns
+    assert len(t10) == 2 * 2 and "Pair" not in t10.columns  # the single SES contrast, like the paper
+    t10b = pd.read_csv(out / "table10b_ses_friedman.csv")
+    assert len(t10b) == 2 * 2 * 5 and {"Friedman p", "post-hoc"} <= set(t10b.columns)
     t5 = pd.read_csv(out / "table5_implicit.csv")
     assert len(t5) == 2 * 2 * 3
     t7 = pd.read_csv(out / "table7_opposite.csv")
-    assert set(t7["cell"]) == {"Correct", "Wrong", "Tutor effect", "Student effect", "S×T interaction"}
+    assert set(t7["Cell"].str.rstrip("*")) == {"Correct", "Wrong"}
+    t7b = pd.read_csv(out / "table7b_opposite_effects.csv")
+    assert set(t7b["Cell"]) == {"Tutor effect", "Student effect", "S×T interaction"}
     man = json.loads((out / "report_manifest.json").read_text())
     assert man["parameters"]["n_boot"] == 100 and len(man["inputs"]) == 2
     summary = (out / "summary.md").read_text()
@@ -119,7 +123,7 @@ def test_aggregations_agree_with_report_statistics():
     conv = headline(units.assign(tutor=""), kind="conversation")
     assert aggregations.agg_conv_abs_r(items) == pytest.approx(float(conv["abs_r"].iloc[0]))
     assert aggregations.agg_violations(items) == float(units[units["headline"]]["violation"].sum()) >= 1
-    rate = sum(s.missing_turns for s in scores) / sum(s.judged_turns for s in scores)
+    rate = sum(s.missing_turns for s in scores) / sum(s.sent_turns for s in scores)
     assert aggregations.agg_missing_label_rate(items) == pytest.approx(rate)
     few = [s.to_dict() for s in make_scores(conditions=("explicit",), n_questions=5)]
     assert math.isnan(aggregations.agg_ped_abs_r(few)) and math.isnan(aggregations.agg_violations(few))
@@ -146,3 +150,26 @@ def test_failures_are_counted_by_kind_and_level(tmp_path):
     assert got == {(rec0["scores"]["level"], "student", "http_429"): 1,
                    (rec1["scores"]["level"], "judge", "invalid_json"): 1}
     assert "1 dialogue(s) ended by a failed model call, 1 missing judge label(s)" in (tmp_path / "rep" / "summary.md").read_text()
+
+
+def test_missing_labels_count_sent_and_labelled_turns_and_read_old_records(tmp_path):
+    """Issue 13.7: the column counting turns *sent* to the judge is ``sent_turns`` (missing ones
+    included), with ``labelled_turns`` beside it; records that still say ``judged_turns`` are read."""
+    model_dir = write_run(tmp_path / "new", "org/t", conditions=("explicit",), n_questions=4, missing_rate=0.3, seed=8)
+    assert cli(["report", str(tmp_path / "new"), "--out", str(tmp_path / "rep_new"), "--n-boot", "10", "--no-figures"]) == 0
+    miss = pd.read_csv(tmp_path / "rep_new" / "missing_labels.csv")
+    assert {"sent_turns", "labelled_turns", "missing_turns"} <= set(miss.columns) and "judged_turns" not in miss.columns
+    assert (miss["labelled_turns"] == miss["sent_turns"] - miss["missing_turns"]).all()
+    assert (miss["missing_rate"] == miss["missing_turns"] / miss["sent_turns"]).all() and miss["missing_turns"].sum() > 0
+    assert "sent_turns" in (tmp_path / "rep_new" / "missing_labels.md").read_text()
+    # the same records written before the rename
+    old_dir = tmp_path / "old" / model_dir.name
+    old_dir.mkdir(parents=True)
+    for f in model_dir.iterdir():
+        text = f.read_text()
+        (old_dir / f.name).write_text(text.replace('"sent_turns"', '"judged_turns"'))
+    assert '"judged_turns"' in next(old_dir.glob("samples_*")).read_text()
+    assert cli(["report", str(tmp_path / "old"), "--out", str(tmp_path / "rep_old"), "--n-boot", "10", "--no-figures"]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "rep_old" / "missing_labels.csv"), miss)
+    items = [json.loads(x)["edufair_record"]["scores"] for x in next(old_dir.glob("samples_*")).read_text().splitlines()]
+    assert aggregations.agg_missing_label_rate(items) == pytest.approx(miss["missing_turns"].sum() / miss["sent_turns"].sum())

@@ -34,7 +34,7 @@ def _tiny_run(root: Path) -> Path:
     for i, (level, q, stop, vals) in enumerate(ROWS):
         ds = DialogueScores(question_id=q, domain="mathematics", condition="explicit", dimension="gender",
                             level=level, scores=dict(zip(M, map(float, vals))), task="edufair_explicit_math",
-                            judged_turns=3)
+                            sent_turns=3)
         stops[id(ds)] = stop
         scores.append(ds)
     write_run(root, "org/tiny", scores=scores, stop_reason=lambda s: stops[id(s)])
@@ -74,8 +74,8 @@ def test_levels_numbers_match_hand_computation(tiny_report):
     assert f["tutor_student_word_ratio"] == pytest.approx(2.5)
     assert [m[c] for c in M] == pytest.approx([0.5, 0.5, 0.5, 0.5, 0.5, 5.0, 30.0, 0.5, 2.0])
     md = (out / "levels.md").read_text()
-    assert "| org/tiny | mathematics | explicit | gender | female | 4 | 4 | 1 | 1 | 1 | 1 |" in md
-    assert "| org/tiny | mathematics | explicit | gender | female | 4 | 0.667 | 0.500 | 0.333 | 0.667 |  |" in md
+    assert "| org/tiny | mathematics (GSM8K proxy) | explicit | gender | female | 4 | 4 | 1 | 1 | 1 | 1 |" in md
+    assert "| org/tiny | mathematics (GSM8K proxy) | explicit | gender | female | 4 | 0.667 | 0.500 | 0.333 | 0.667 |  |" in md
 
 
 def test_summary_says_no_statistic_when_all_insufficient(tiny_report, tmp_path):
