@@ -1,7 +1,7 @@
 """Model calls of the dialogue runner: every call cached persistently (a resumed run repeats no
-answered call), one batched call per side and turn, identical requests of a turn sent once, failed
-and empty answers retried a bounded number of times, and a request that still fails fails only its
-own dialogue(s). The models come in through the :class:`ChatModel` interface;
+answered call), one batched call per side and turn (and cohort and decoding override: see
+``dialogue/loop.py``), identical requests of a call sent once, failed and empty answers retried a
+bounded number of times, and a request that still fails fails only its own dialogue(s). The models come in through the :class:`ChatModel` interface;
 ``edufair_metrics.lmeval`` adapts lm-eval's LMs to it.
 
 Attempt cap (per distinct request and turn): a request is sent at most ``1 + retries`` times

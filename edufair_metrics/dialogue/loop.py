@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
-from concurrent.futures import ThreadPoolExecutor
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -118,42 +118,58 @@ def _run_overlapped(tutor: _Side, student: _Side, states: list[DialogueState], m
     overlap again."""
     need_student = [s for s in states if not s.done]
     need_tutor: list[DialogueState] = []
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"edufair-{worker}") as pool:
-        while need_student or need_tutor:
-            held_student: list[DialogueState] = []  # split off this step, still waiting for that side
-            held_tutor: list[DialogueState] = []
-            if not need_tutor and len(need_student) > 1:
-                need_student, held_student = split_cohorts(need_student, student.messages)
-            elif not need_student and len(need_tutor) > 1 \
-                    and any(s.tutor_turns < max_tutor_turns - 1 for s in need_tutor):
-                # (not before the last tutor turn: no student call would follow it)
-                need_tutor, held_tutor = split_cohorts(need_tutor, tutor.messages)
-            tutor_out, student_out = _concurrently(pool, worker, (tutor, need_tutor), (student, need_student))
-            _apply(tutor.generator, need_tutor, tutor_out)
-            _apply(student.generator, need_student, student_out)
-            _apply_stop_rule(need_tutor, max_tutor_turns)
-            need_student, need_tutor = (
-                held_student + [s for s in need_tutor if not s.done],
-                held_tutor + [s for s in need_student if not s.done],
-            )
-            _show_progress(bar, states, need_student + need_tutor)
+    while need_student or need_tutor:
+        held_student: list[DialogueState] = []  # split off this step, still waiting for that side
+        held_tutor: list[DialogueState] = []
+        if not need_tutor and len(need_student) > 1:
+            need_student, held_student = split_cohorts(need_student, student.messages)
+        elif not need_student and len(need_tutor) > 1 \
+                and any(s.tutor_turns < max_tutor_turns - 1 for s in need_tutor):
+            # (not before the last tutor turn: no student call would follow it)
+            need_tutor, held_tutor = split_cohorts(need_tutor, tutor.messages)
+        tutor_out, student_out = _concurrently(worker, (tutor, need_tutor), (student, need_student))
+        _apply(tutor.generator, need_tutor, tutor_out)
+        _apply(student.generator, need_student, student_out)
+        _apply_stop_rule(need_tutor, max_tutor_turns)
+        need_student, need_tutor = (
+            held_student + [s for s in need_tutor if not s.done],
+            held_tutor + [s for s in need_student if not s.done],
+        )
+        _show_progress(bar, states, need_student + need_tutor)
 
 
-def _concurrently(pool: ThreadPoolExecutor, worker: str, tutor: tuple[_Side, list[DialogueState]],
+def _concurrently(worker: str, tutor: tuple[_Side, list[DialogueState]],
                   student: tuple[_Side, list[DialogueState]]) -> tuple[list[Any], list[Any]]:
-    """The outputs of the tutor call and the student call, the ``worker`` side's in the worker
-    thread. Results are applied to the states by the caller, on the main thread."""
+    """The outputs of the tutor call and the student call, the ``worker`` side's in a worker
+    thread. Results are applied to the states by the caller, on the main thread.
+
+    An error on the main thread waits for the worker's call (no call outlives the loop, and the
+    caller closes the cache next); Ctrl-C does not wait: the worker is a daemon thread, and a call
+    cut off mid-way loses nothing stored (each cache write is its own transaction)."""
     (main_side, main_states), (other_side, other_states) = (
         (tutor, student) if worker == "student" else (student, tutor))
-    future = pool.submit(call, other_side.generator, other_states, other_side.gen_kwargs, other_side.messages) \
-        if other_states else None
+    box: dict[str, Any] = {"out": []}
+
+    def work() -> None:
+        try:
+            box["out"] = call(other_side.generator, other_states, other_side.gen_kwargs, other_side.messages)
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread
+            box["exc"] = exc
+
+    thread = threading.Thread(target=work, name=f"edufair-{worker}", daemon=True) if other_states else None
+    if thread is not None:
+        thread.start()
     try:
         main_out = call(main_side.generator, main_states, main_side.gen_kwargs, main_side.messages)
-    finally:
-        if future is not None:
-            future.exception()  # wait: no call may outlive this step (the caller closes the cache next)
-    other_out = future.result() if future is not None else []
-    return (main_out, other_out) if worker == "student" else (other_out, main_out)
+    except Exception:
+        if thread is not None:
+            thread.join()
+        raise
+    if thread is not None:
+        thread.join()
+    if "exc" in box:
+        raise box["exc"]
+    return (main_out, box["out"]) if worker == "student" else (box["out"], main_out)
 
 
 def split_cohorts(states: list[DialogueState], messages: Messages) -> tuple[list[DialogueState], list[DialogueState]]:

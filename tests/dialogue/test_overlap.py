@@ -276,6 +276,34 @@ def test_an_exception_on_the_main_side_waits_for_the_worker_and_propagates():
     assert finished.is_set()  # the student call in flight had finished before the error left the loop
 
 
+def test_ctrl_c_on_the_main_side_does_not_wait_for_the_worker_call():
+    import time
+
+    release = threading.Event()
+
+    class StuckStudent(DeterministicChat):
+        def generate(self, *args, **kwargs):
+            if self.calls:  # the call that overlaps the tutor's hangs until released
+                release.wait(timeout=30)
+            return super().generate(*args, **kwargs)
+
+    class InterruptedTutor(DeterministicChat):
+        def generate(self, *args, **kwargs):
+            raise KeyboardInterrupt
+
+    states = [DialogueState(doc=d) for d in make_docs(6, levels=1, same_student_system=False)]
+    tutor = CachedGenerator(InterruptedTutor("tutor", is_api=False), "tutor", {"m": "t"}, None)
+    student = CachedGenerator(StuckStudent("student", is_api=True), "student", {"m": "s"}, None)
+    start = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_dialogues(tutor, student, states, max_tutor_turns=3, tutor_gen_kwargs=TUTOR_GK,
+                          student_gen_kwargs=STUDENT_GK, overlap=True)
+        assert time.monotonic() - start < 10
+    finally:
+        release.set()
+
+
 def test_the_progress_bar_counts_turns(monkeypatch):
     import tqdm
 
