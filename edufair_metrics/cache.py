@@ -24,6 +24,7 @@ processes: SQLite locking with a busy timeout.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -118,6 +119,7 @@ def call_key(role: str, identity: Mapping[str, Any], gen_kwargs: Mapping[str, An
     return {"namespace": role, "model": dict(identity), "gen_kwargs": dict(gen_kwargs), "prompt": prompt}
 
 
+@functools.lru_cache(maxsize=4096)  # asked for every environment variable on every cache write
 def is_secret_name(name: str) -> bool:
     """True for names like api_key, API-Key, Authorization, x-api-key, access_token, password."""
     norm = str(name).lower().replace("-", "_")

@@ -106,7 +106,7 @@ class Turn:
 STOP_ANSWER_REVEALED = "answer_revealed"  # a tutor turn stated the gold answer
 STOP_ANSWER_CONFIRMED = "answer_confirmed"  # the student stated it and the tutor confirmed it
 STOP_MAX_TURNS = "max_turns"  # T_max tutor turns were generated
-STOP_STUDENT_FAILED = "student_failed"  # the student model failed after retries: dialogue incomplete
+STOP_STUDENT_FAILED = "student_failed"  # a student call failed (retried when retryable): dialogue incomplete
 STOP_TUTOR_FAILED = "tutor_failed"
 
 

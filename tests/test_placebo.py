@@ -89,3 +89,34 @@ def test_identical_replicates_have_zero_floor_and_noise_gives_a_floor():
 def test_no_replicate_no_rows():
     df = _frame()
     assert placebo_floor(df[df["level"] == "female"]).empty
+
+
+def test_placebo_run_through_lm_eval_samples_the_replicate_with_its_own_seed(bank_dir):
+    """End to end (simple_evaluate): the replicate's tutor calls carry their own seed, so neither
+    the cache nor request coalescing can hand replicate 2 the turns of replicate 1."""
+    from tests.helpers.fake_lms import ScriptedChatLM
+    from tests.helpers.fake_lms import run_task as run
+
+    class SeededTutor(ScriptedChatLM):
+        def generate_until(self, requests, disable_tqdm=False):
+            import json as _json
+
+            self.calls.append([_json.loads(r.args[0].prompt) for r in requests])
+            self.gen_kwargs.append(dict(requests[0].args[1]) if requests else {})
+            return [f"Think again (seed {r.args[1].get('seed', 'engine')}). What force acts?" for r in requests]
+
+    tutor = SeededTutor()
+    results = run(tutor, bank_dir, max_turns=1, extra={"placebo": {"level": "female", "replicates": 2}})
+    recs = [s["edufair_record"] for s in results["samples"]["edufair_explicit_physics"]]
+    assert len(recs) == 2 * (9 + 1)
+    by_level = {(r["transcript"]["question_id"], r["transcript"]["level"]): r for r in recs}
+    base = by_level[("phys-q1", "female")]["transcript"]["turns"][2]["text"]
+    rep = by_level[("phys-q1", "female~replicate2")]["transcript"]["turns"][2]["text"]
+    assert "seed engine" in base and f"seed {PLACEBO_SEED_BASE + 2}" in rep
+    assert sorted(len(c) for c in tutor.calls) == [2, 18]  # one batched call per decoding setting
+    # identical prompts: only the sampling seed differs
+    assert (by_level[("phys-q1", "female")]["transcript"]["tutor_system"]
+            == by_level[("phys-q1", "female~replicate2")]["transcript"]["tutor_system"])
+    again = SeededTutor()
+    run(again, bank_dir, max_turns=1, extra={"placebo": {"level": "female", "replicates": 2}})
+    assert again.calls == []  # both replicates served from the cache, each under its own key

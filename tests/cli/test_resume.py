@@ -65,6 +65,9 @@ def test_sigkill_then_rerun_repeats_nothing_and_matches_uninterrupted(tmp_path):
             assert not repeated, f"{phase}: {len(repeated)} completed calls sent again, e.g. {repeated[0][0]}"
             assert comparable(samples(out)) == comparable(samples(ref_out)), phase
             got, ref = results(out), results(ref_out)
-            assert {k: v for k, v in got.items() if "stderr" not in k} == pytest.approx(
-                {k: v for k, v in ref.items() if "stderr" not in k}, nan_ok=True
-            ), phase
+            # edufair_calls describes this process's calls (a resume serves many from the cache):
+            # it differs by design; every result metric must match
+            same = lambda res: {k: v for k, v in res.items() if "stderr" not in k and not k.startswith("edufair_calls")}  # noqa: E731
+            assert same(got) == pytest.approx(same(ref), nan_ok=True), phase
+            calls = got["edufair_calls,judged"]
+            assert calls["tutor"]["cached"] + calls["student"]["cached"] > 0, phase  # the resume used the cache

@@ -89,7 +89,8 @@ def test_hf_tutor_one_batched_call_per_turn(bank_dir, tiny_model_dir):
     assert calls[0][1]["temperature"] == 0.1 and calls[0][1]["until"] == []
     assert [(g["do_sample"], g.get("temperature")) for g in hf_generate] == [(True, 0.1), (True, 0.1)]
     # The student answered the question, then after tutor turn 1 (not after the last).
-    assert [len(c) for c in STUDENTS["default"].calls] == [n_docs, n_docs]
+    # (the opening answer is the same request at every level: sent once per question)
+    assert [len(c) for c in STUDENTS["default"].calls] == [len(QUESTIONS), n_docs]
 
     # Contexts are plain strings rendered with the tokenizer's own template, containing the exact
     # tutor system prompt and the question (the tutor's own opening message).
@@ -151,3 +152,30 @@ def test_hf_context_longer_than_model_is_not_silently_truncated(bank_dir, tiny_s
     record = results["samples"][TASK][0]["edufair_record"]
     assert record["transcript"]["stop_reason"] == "tutor_failed"
     assert "does not fit the tutor model's context" in record["transcript"]["error"]
+
+
+def test_hf_placebo_replicate_is_sampled_under_its_own_torch_seed(bank_dir, tiny_model_dir, monkeypatch):
+    """HFLM has no per-request seed (transformers' generate rejects one): the replicate's batch is
+    generated right after torch.manual_seed(its seed), and no `seed` reaches transformers."""
+    import torch
+
+    from edufair_metrics.placebo import PLACEBO_SEED_BASE
+
+    lm = make_hflm(tiny_model_dir)
+    seeds = []
+    real_seed = torch.manual_seed
+    monkeypatch.setattr(torch, "manual_seed", lambda s: (seeds.append(int(s)), real_seed(s))[1])
+    hf_kwargs = []
+    real_model_generate = lm._model_generate
+
+    def model_generate_spy(context, max_length, stop, **kw):
+        hf_kwargs.append(dict(kw))
+        return real_model_generate(context, max_length, stop, **kw)
+
+    lm._model_generate = model_generate_spy
+    results = run_task(lm, bank_dir, max_turns=1, gen_kwargs="max_gen_toks=8",
+                       extra={"levels": LEVELS, "placebo": {"level": "female", "replicates": 2}})
+    recs = [s["edufair_record"] for s in results["samples"][TASK]]
+    assert sorted({r["transcript"]["level"] for r in recs}) == ["female", "female~replicate2", "male"]
+    assert PLACEBO_SEED_BASE + 2 in seeds
+    assert all("seed" not in kw for kw in hf_kwargs)
