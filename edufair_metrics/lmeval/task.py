@@ -53,11 +53,14 @@ HARNESS_PLACEHOLDER = "EduFair: this dialogue is finished; reply with one token.
 _RUN_PROVENANCE: dict[str, dict[str, Any]] = {}
 # task name -> per-role call counts (failures.CallCounts dicts) of this process: the tutor and
 # student ones set by build_all_requests, the judge's by JudgeFilter. Reported by the
-# `edufair_calls` metric, so that retried and absorbed failures are visible in results_*.json.
+# `edufair_calls` metric and written into the task's config, so that retried and absorbed failures
+# are visible in results_*.json.
 _CALL_COUNTS: dict[str, dict[str, dict[str, Any]]] = {}
+# task name -> the task object of this process (its config receives the per-role call counts)
+_TASKS: dict[str, "EduFairTask"] = {}
 
 # task metadata keys that lm-eval adds and that are not tutor model arguments
-_NOT_MODEL_ARGS = ("edufair", "version", "config_source", "task", "group")
+_NOT_MODEL_ARGS = ("edufair", "version", "config_source", "task", "group", "edufair_calls")
 
 
 class EduFairTask(ConfigurableTask):
@@ -188,6 +191,7 @@ class EduFairTask(ConfigurableTask):
         finally:
             if cache is not None:
                 cache.close()
+            _TASKS[self.config.task] = self
             _CALL_COUNTS.setdefault(self.config.task, {}).update(
                 {"tutor": tutor.counts.to_dict(), "student": student.counts.to_dict()})
 
@@ -264,16 +268,31 @@ def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
     return out
 
 
-def agg_call_counts(items: list[Any]) -> dict[str, dict[str, Any]]:
-    """Per-role call counts of the task (requests, cached, coalesced, distinct, sends, retried,
-    recovered, failed by kind) as this process saw them; the items are the task's name. Under
-    lm-eval's rank/world-size sharding only rank 0's counts are here."""
-    tasks = {str(x) for x in items if x}
-    out: dict[str, dict[str, Any]] = {}
-    for task in sorted(tasks):
-        for role, counts in _CALL_COUNTS.get(task, {}).items():
-            out[role] = counts
-    return out
+def failed_attempts(counts: dict[str, Any]) -> int:
+    """Every failed attempt of one role: for an API model each failed HTTP attempt (lm-eval's own
+    retries included), else each failed send (the judge's sends are its HTTP requests)."""
+    if int(counts.get("http_attempts") or 0) > 0:
+        return sum(int(v) for v in (counts.get("http_failed_by_kind") or {}).values())
+    return sum(int(v) for v in (counts.get("failed_attempts_by_kind") or {}).values())
+
+
+def agg_call_counts(items: list[Any]) -> float:
+    """The ``edufair_calls`` metric: failed model-call attempts of the task, all roles, including
+    those a retry recovered (0 = the endpoints never failed). lm-eval's results hold scalars, so
+    the per-role counts (requests, cached, coalesced, distinct, sends, retried, recovered, failed
+    by kind, HTTP attempts) go into the task's config in the same results_*.json:
+    ``configs.<task>.metadata.edufair_calls`` (written before lm-eval dumps the config, which it
+    does right after the aggregations); `edufair report` shows them in failures.md. The items are
+    the task's name. Under lm-eval's rank/world-size sharding only rank 0's counts are here."""
+    tasks = sorted({str(x) for x in items if x})
+    total = 0
+    for task in tasks:
+        per_role = dict(_CALL_COUNTS.get(task, {}))
+        total += sum(failed_attempts(c) for c in per_role.values())
+        owner = _TASKS.get(task)
+        if owner is not None and isinstance(owner.config.metadata, dict):
+            owner.config.metadata["edufair_calls"] = per_role
+    return float(total)
 
 
 class JudgeFilter(Filter):

@@ -42,6 +42,8 @@ class Run:
     samples_files: dict[str, Path]  # task -> samples file used
     scores: list[DialogueScores]
     results: dict[str, dict[str, Any]] = field(default_factory=dict)  # task -> lm-eval metrics
+    # task -> per-role model-call counts of the run (results_*.json configs.<task>.metadata.edufair_calls)
+    call_counts: dict[str, dict[str, Any]] = field(default_factory=dict)
     model_name: str | None = None
     protocol_versions: set[str] = field(default_factory=set)
     skipped_lines: int = 0  # samples lines without an EduFair record
@@ -148,6 +150,7 @@ def _load_model_dir(model_dir: Path, pinned: Path | None, labels: dict[Path, str
     chosen: dict[str, Path] = {}
     used: list[Path] = []
     results: dict[str, dict[str, Any]] = {}
+    call_counts: dict[str, dict[str, Any]] = {}
     model_name = None
     for rf in reversed(results_files):  # newest first
         ts = _RESULTS_RE.match(rf.name).group("ts")
@@ -159,6 +162,9 @@ def _load_model_dir(model_dir: Path, pinned: Path | None, labels: dict[Path, str
         model_name = model_name or tutor_name(data)
         for t in new:
             results[t] = (data.get("results") or {}).get(t, {})
+            meta = (((data.get("configs") or {}).get(t) or {}).get("metadata") or {})
+            if isinstance(meta.get("edufair_calls"), dict):
+                call_counts[t] = meta["edufair_calls"]
         chosen.update(new)
         used.append(rf)
     if not chosen:
@@ -169,7 +175,7 @@ def _load_model_dir(model_dir: Path, pinned: Path | None, labels: dict[Path, str
             label = labels[key]
             break
     label = label or model_name or model_dir.name
-    run = Run(label, model_dir, used, chosen, [], results, model_name)
+    run = Run(label, model_dir, used, chosen, [], results, call_counts, model_name)
     for task, sf in sorted(chosen.items()):
         for lineno, obj in iter_jsonl(sf):
             rec = obj.get(RECORD_KEY) if isinstance(obj, dict) else None

@@ -114,17 +114,15 @@ def failures_sections(runs, failures, keep_failed: bool) -> list[str]:
 
 
 def call_count_sections(runs) -> list[str]:
-    """Per tutor, the run's model calls per role summed over its tasks (the ``edufair_calls``
-    metric of results_*.json): retries that succeeded leave no other trace."""
+    """Per tutor, the run's model calls per role summed over its tasks (results_*.json
+    ``configs.<task>.metadata.edufair_calls``): retries that succeeded leave no other trace."""
     from edufair_metrics.failures import call_counts_markdown
 
     out = []
     for run in runs:
         counts = []
-        for metrics in (run.results or {}).values():
-            per_role = next((v for k, v in metrics.items() if k.split(",")[0] == "edufair_calls"), None)
-            if isinstance(per_role, dict):
-                counts += [c for c in per_role.values() if isinstance(c, dict) and c.get("role")]
+        for per_role in (getattr(run, "call_counts", None) or {}).values():
+            counts += [c for c in per_role.values() if isinstance(c, dict) and c.get("role")]
         if counts:
             out.append(call_counts_markdown(counts, title=f"Model calls per role: {run.label}"))
     if not out:

@@ -81,10 +81,12 @@ def probe(kind: str, docs: int, rate: float, work: Path) -> dict:
     files = sorted(out.rglob("results_*.json"))
     row["results_written"] = bool(files)
     if files:
-        res = json.loads(files[-1].read_text())["results"][TASK]
+        data = json.loads(files[-1].read_text())
+        res = data["results"][TASK]
         row["failed_dialogues"] = res.get("failed_dialogues,judged")
         row["missing_label_rate"] = res.get("missing_label_rate,judged")
-        row["call_counts"] = res.get("edufair_calls,judged") or res.get("call_counts,judged")
+        row["failed_attempts"] = res.get("edufair_calls,judged")
+        row["call_counts"] = ((data.get("configs") or {}).get(TASK) or {}).get("metadata", {}).get("edufair_calls")
     else:
         row["stderr_tail"] = r.stderr[-1500:]
     return row

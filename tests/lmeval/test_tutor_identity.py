@@ -131,3 +131,14 @@ def test_cache_off_turns_off_runner_and_judge_caches(bank_dir, tmp_path, monkeyp
     assert calls[0][0] == calls[1][0] == 1
     assert calls[0][2] >= 1 and calls[1][2] == 2 * calls[0][2]
     assert not list(cache_dir.rglob("*.sqlite"))  # nothing was cached anywhere
+
+
+def test_call_counts_land_in_the_results(bank_dir):
+    """The per-role counts are in the task's config of the results (lm-eval's metrics are scalars);
+    the `edufair_calls` metric counts failed attempts (none here)."""
+    results = run(ScriptedChatLM(tutor_a), bank_dir, max_turns=2, limit=9)
+    task = "edufair_explicit_physics"
+    calls = results["configs"][task]["metadata"]["edufair_calls"]
+    assert calls["tutor"]["requests"] == 18 and calls["tutor"]["distinct"] + calls["tutor"]["cached"] == 18
+    assert calls["student"]["requests"] == 18 and calls["student"]["coalesced"] >= 8  # one opening for 9 levels
+    assert results["results"][task]["edufair_calls,judged"] == 0.0
