@@ -30,3 +30,39 @@ def add_stat_args(parser: argparse.ArgumentParser) -> None:
 def stat_params(args: argparse.Namespace) -> StatParams:
     return StatParams(n_boot=args.n_boot, seed=args.seed, min_pairs=args.min_pairs, ses_summary=args.ses_summary,
                       keep_failed_dialogues=args.keep_failed_dialogues, fdr_method=args.fdr_method).validate()
+
+
+def add_judge_args(parser: argparse.ArgumentParser, *, unit: str = "dialogues") -> None:
+    """The judge options shared by `edufair judge` and `edufair judge-human` (highest priority in
+    the judge's settings order; unset flags leave config/--metadata/environment values alone)."""
+    from edufair_metrics.judge.settings import REASONING_EFFORTS, STRUCTURED_OUTPUT_FORMS
+
+    parser.add_argument("--judge-base-url", help="OpenAI-compatible endpoint (overrides env/config)")
+    parser.add_argument("--judge-model", help="served judge model name")
+    parser.add_argument("--concurrency", type=int, help=f"{unit} judged in parallel")
+    parser.add_argument("--max-retries", type=int, help="retries per turn after the first attempt")
+    parser.add_argument("--structured-output", choices=STRUCTURED_OUTPUT_FORMS)
+    parser.add_argument("--reasoning-effort", choices=(*REASONING_EFFORTS, "none"),
+                        help="request field reasoning_effort (default low, the paper's; none sends nothing)")
+    parser.add_argument("--mask-cues", action="store_true",
+                        help="condition-blind judging: the judge sees the condition's names, gender and group words "
+                             "replaced by placeholders (protocol.yaml); the count is recorded. Default off (the paper's)")
+    parser.add_argument("--judge-config", help="judge settings YAML (default: $EDUFAIR_JUDGE_CONFIG, else the packaged "
+                                               "edufair_metrics/judge/defaults.yaml)")
+    parser.add_argument("--cache", default=None, help="call cache path, or 'off' (default: $EDUFAIR_CACHE_DIR or results/cache)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def judge_cli_settings(args: argparse.Namespace) -> dict:
+    """The judge settings given on the command line (None = not given)."""
+    cli = {
+        "base_url": args.judge_base_url,
+        "model": args.judge_model,
+        "concurrency": args.concurrency,
+        "max_retries": args.max_retries,
+        "structured_output": args.structured_output,
+        "reasoning_effort": args.reasoning_effort,
+    }
+    if args.mask_cues:  # absent otherwise, so a config or --metadata setting still applies
+        cli["mask_cues"] = True
+    return cli

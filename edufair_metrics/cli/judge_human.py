@@ -41,15 +41,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="'To some extent' / partial counts as yes, no, or is dropped (default: %(default)s)")
     parser.add_argument("--n-boot", type=int, default=DEFAULT_AGREEMENT_N_BOOT, help="bootstrap resamples (default %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
-    # the judge options of `edufair judge`
-    parser.add_argument("--judge-base-url", help="OpenAI-compatible endpoint (overrides env/config)")
-    parser.add_argument("--judge-model", help="served judge model name")
-    parser.add_argument("--concurrency", type=int, help="responses judged in parallel")
-    parser.add_argument("--max-retries", type=int, help="retries per turn after the first attempt")
-    parser.add_argument("--structured-output", choices=("off", "json_object", "json_schema"))
-    parser.add_argument("--judge-config", help="judge settings YAML (default: $EDUFAIR_JUDGE_CONFIG, else the packaged edufair_metrics/judge/defaults.yaml)")
-    parser.add_argument("--cache", default=None, help="call cache path, or 'off' (default: $EDUFAIR_CACHE_DIR or results/cache)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from edufair_metrics.cli._common import add_judge_args
+
+    add_judge_args(parser, unit="responses")  # the judge options of `edufair judge`
 
 
 def main(args: argparse.Namespace) -> int:
@@ -61,13 +55,9 @@ def main(args: argparse.Namespace) -> int:
     if args.n_boot < 1:
         raise EduFairError(f"--n-boot must be >= 1, got {args.n_boot}")
     items = load_human_set(args.file, args.format, partial=args.partial, limit=args.limit)
-    cli = {
-        "base_url": args.judge_base_url,
-        "model": args.judge_model,
-        "concurrency": args.concurrency,
-        "max_retries": args.max_retries,
-        "structured_output": args.structured_output,
-    }
+    from edufair_metrics.cli._common import judge_cli_settings
+
+    cli = judge_cli_settings(args)
     summary: dict = {}
     judgements, judge_info = judge_human_items(items, cli=cli, config_path=args.judge_config, cache=CachePolicy.from_settings(args.cache),
                                                progress=not args.no_progress, summary=summary)

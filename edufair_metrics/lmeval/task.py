@@ -268,12 +268,19 @@ def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
     return out
 
 
+# Failures EduFair finds in an answer lm-eval returned as a success (an HTTP attempt that "worked")
+_ANSWER_KINDS = ("empty_output", "empty_visible_turn")
+
+
 def failed_attempts(counts: dict[str, Any]) -> int:
     """Every failed attempt of one role: for an API model each failed HTTP attempt (lm-eval's own
-    retries included), else each failed send (the judge's sends are its HTTP requests)."""
+    retries included) plus each answer that arrived empty; else each failed send (the judge's
+    sends are its HTTP requests)."""
+    sends = counts.get("failed_attempts_by_kind") or {}
     if int(counts.get("http_attempts") or 0) > 0:
-        return sum(int(v) for v in (counts.get("http_failed_by_kind") or {}).values())
-    return sum(int(v) for v in (counts.get("failed_attempts_by_kind") or {}).values())
+        http = sum(int(v) for v in (counts.get("http_failed_by_kind") or {}).values())
+        return http + sum(int(sends.get(k, 0)) for k in _ANSWER_KINDS)
+    return sum(int(v) for v in sends.values())
 
 
 def agg_call_counts(items: list[Any]) -> float:

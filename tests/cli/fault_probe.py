@@ -104,14 +104,19 @@ def main() -> int:
             row = probe(kind, args.docs, args.rate, Path(d))
         rows.append(row)
         print(json.dumps(row), flush=True)
-    print("\n| fault (20% of requests) | exit | results | failed dialogues | missing labels | requests t/s/j | faults t/s/j | wall s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("\n| fault (20% of requests) | exit | results | failed dialogues | missing labels | requests t/s/j | faults t/s/j "
+          "| failed attempts counted (edufair_calls) | retried t/s/j | wall s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         s = row["served"]
         req = "/".join(str(s.get(k, {}).get("requests", 0)) for k in ("tutor", "student", "judge"))
         flt = "/".join(str(s.get(k, {}).get("faults", 0)) for k in ("tutor", "student", "judge"))
+        counts = row.get("call_counts") or {}
+        retried = "/".join(str((counts.get(k) or {}).get("retried", "-")) for k in ("tutor", "student", "judge"))
+        missing = row.get("missing_label_rate")
         print(f"| {row['kind']} | {row['exit']} | {'yes' if row['results_written'] else 'NO'} | {row.get('failed_dialogues')} "
-              f"| {row.get('missing_label_rate')} | {req} | {flt} | {row['wall_s']} |")
+              f"| {missing if missing is None else round(missing, 4)} | {req} | {flt} | {row.get('failed_attempts')} "
+              f"| {retried} | {row['wall_s']} |")
     return 0 if all(r["exit"] == 0 and r["results_written"] for r in rows) else 1
 
 

@@ -142,3 +142,14 @@ def test_call_counts_land_in_the_results(bank_dir):
     assert calls["tutor"]["requests"] == 18 and calls["tutor"]["distinct"] + calls["tutor"]["cached"] == 18
     assert calls["student"]["requests"] == 18 and calls["student"]["coalesced"] >= 8  # one opening for 9 levels
     assert results["results"][task]["edufair_calls,judged"] == 0.0
+
+
+def test_failed_attempts_count_http_failures_and_empty_answers_once():
+    from edufair_metrics.lmeval.task import failed_attempts
+
+    api = {"http_attempts": 12, "http_failed_by_kind": {"http_5xx": 3, "bad_body": 1},
+           "failed_attempts_by_kind": {"http_5xx": 1, "empty_output": 2}}
+    assert failed_attempts(api) == 3 + 1 + 2  # the send that failed with 5xx is already in the HTTP count
+    in_process = {"http_attempts": 0, "failed_attempts_by_kind": {"empty_visible_turn": 2, "other": 1}}
+    assert failed_attempts(in_process) == 3
+    assert failed_attempts({}) == 0
