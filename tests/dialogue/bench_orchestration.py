@@ -36,6 +36,7 @@ from edufair_metrics.judge.prompt import build_messages
 from edufair_metrics.protocol.prompts import expand_documents
 from edufair_metrics.records import JUDGE_OK, TurnJudgement
 from edufair_metrics.scores import score_dialogue
+from tests.helpers.fake_chat import JsonChatModel
 
 TUTOR_GK = {"temperature": 0, "max_gen_toks": 1024, "until": []}
 STUDENT_GK = {"temperature": 0, "max_gen_toks": 2048, "until": []}
@@ -66,7 +67,7 @@ STUDENT_TEXTS = [
 ]
 
 
-class InstantChat:
+class InstantChat(JsonChatModel):
     """A ChatModel that answers at once, rendering like lm-eval's API models (the JSON of the
     messages); answers vary with the call and request so every prompt is new (no cache hits)."""
 
@@ -76,17 +77,8 @@ class InstantChat:
         self.texts = texts
         self.counter = itertools.count()
 
-    def render(self, messages):
-        return json.dumps(messages, ensure_ascii=False)
-
-    def prompt_text(self, ctx):
-        return ctx
-
     def system_survived(self, ctx, system):
         return system in ctx  # the shape of HarnessModel's check on a rendered string
-
-    def context_overflow(self, ctx, gen_kwargs):
-        return None
 
     def generate(self, contexts, gen_kwargs, docs, on_answer=None, retry=False):
         outs = []

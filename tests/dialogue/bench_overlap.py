@@ -31,6 +31,8 @@ from edufair_metrics.dialogue.state import DialogueState
 from edufair_metrics.lmeval import quiet_request_bars
 from edufair_metrics.lmeval.models import HarnessModel
 
+from tests.helpers.fake_chat import JsonChatModel
+
 
 GEN = {"temperature": 0, "max_gen_toks": 64, "until": []}
 
@@ -111,26 +113,12 @@ def generator(srv: LatencyServer, role: str, clients: int) -> CachedGenerator:
     return CachedGenerator(HarnessModel(lm), role, model_identity("local-chat-completions", {"model": role}), None)
 
 
-class InProcessTutor:
+class InProcessTutor(JsonChatModel):
     """A stand-in for an in-process tutor (vLLM on the main thread): a call over N prompts blocks
     for ceil(N / concurrency) * latency, releasing the GIL like a GPU wait does."""
 
-    is_api = False
-
     def __init__(self, latency_s: float, concurrency: int) -> None:
         self.latency_s, self.concurrency = latency_s, concurrency
-
-    def render(self, messages):
-        return json.dumps(messages)
-
-    def prompt_text(self, ctx):
-        return ctx
-
-    def system_survived(self, ctx, system):
-        return True
-
-    def context_overflow(self, ctx, gen_kwargs):
-        return None
 
     def generate(self, contexts, gen_kwargs, docs, on_answer=None, retry=False):
         time.sleep(-(-len(contexts) // self.concurrency) * self.latency_s)

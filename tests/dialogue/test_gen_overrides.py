@@ -15,31 +15,21 @@ from edufair_metrics.dialogue.loop import effective_gen_kwargs, run_dialogues
 from edufair_metrics.dialogue.state import DialogueState
 from edufair_metrics.errors import EduFairError
 
+from tests.helpers.fake_chat import JsonChatModel
+
 TUTOR_GK = {"temperature": 0.7, "max_gen_toks": 64, "until": []}
 STUDENT_GK = {"temperature": 0, "max_gen_toks": 32, "until": []}
 TUTOR_ID = model_identity("fake", {"m": "tutor"})
 STUDENT_ID = model_identity("fake", {"m": "student"})
 
 
-class SeededChat:
+class SeededChat(JsonChatModel):
     """Answers depend on the prompt and the decoding settings (like a sampled model with a seed);
     records every call's prompts and settings."""
 
     def __init__(self, role: str, is_api: bool) -> None:
         self.role, self.is_api = role, is_api
         self.calls: list[tuple[list[str], dict[str, Any]]] = []
-
-    def render(self, messages):
-        return json.dumps(messages)
-
-    def prompt_text(self, ctx):
-        return ctx
-
-    def system_survived(self, ctx, system):
-        return True
-
-    def context_overflow(self, ctx, gen_kwargs):
-        return None
 
     def generate(self, contexts, gen_kwargs, docs, on_answer=None, retry=False):
         self.calls.append((list(contexts), dict(gen_kwargs)))
