@@ -25,6 +25,7 @@ Science (SciQ phrase gold)
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -175,6 +176,7 @@ def _word_variants(word: str) -> list[str]:
     return sorted(variants, key=lambda v: (-len(v), v))
 
 
+@functools.lru_cache(maxsize=4096)  # a dialogue asks for its gold's pattern after every turn
 def _phrase_pattern(phrase: str) -> re.Pattern[str] | None:
     words = phrase.split()
     if not words:
@@ -282,7 +284,13 @@ def _prepare(text: str) -> str:
     return unicodedata.normalize("NFKC", text or "").translate(_APOSTROPHES)
 
 
-def _numeric_golds(answer_forms: list[str], *, all_or_nothing: bool) -> tuple[set[Fraction], bool]:
+def _numeric_golds(answer_forms: list[str], *, all_or_nothing: bool) -> tuple[frozenset[Fraction], bool]:
+    """Parsed once per item (the stop rule asks after every turn): see :func:`_parse_numeric_golds`."""
+    return _parse_numeric_golds(tuple(answer_forms), all_or_nothing)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_numeric_golds(answer_forms: tuple[str, ...], all_or_nothing: bool) -> tuple[frozenset[Fraction], bool]:
     """Gold values of the forms, and whether the gold is a word count ("two", "none").
     ``all_or_nothing`` (science): one non-numeric form makes the gold a phrase; otherwise
     (mathematics) non-numeric forms are skipped, as in :func:`mentions_answer`."""
@@ -300,14 +308,14 @@ def _numeric_golds(answer_forms: list[str], *, all_or_nothing: bool) -> tuple[se
                 v = Fraction(_TEENS.index(word) + 10 if word in _TEENS else _TENS.index(word) * 10)
                 worded = True
             elif all_or_nothing:
-                return set(), False
+                return frozenset(), False
             else:
                 continue
         values.add(v)
-    return values, worded
+    return frozenset(values), worded
 
 
-def _number_mentions(text: str, golds: set[Fraction], *, all_weak: bool, zero_as_none: bool) -> list[_Mention]:
+def _number_mentions(text: str, golds: frozenset[Fraction], *, all_weak: bool, zero_as_none: bool) -> list[_Mention]:
     out: list[_Mention] = []
     for m in _NUMBER_RE.finditer(text):
         int_part = m.group("int")
@@ -540,6 +548,7 @@ _QUESTION_STOP = frozenset(
 _WORD = re.compile(r"[\w']+")
 
 
+@functools.lru_cache(maxsize=4096)
 def _content_words(question: str | None) -> frozenset[str]:
     if not question:
         return frozenset()

@@ -25,6 +25,7 @@ from edufair_metrics.records import (
     STOP_TUTOR_FAILED,
 )
 from edufair_metrics.settings import resolve_runner_settings
+from tests.helpers.fake_chat import JsonChatModel
 
 TUTOR_GK = {"temperature": 0, "max_gen_toks": 64, "until": []}
 STUDENT_GK = {"temperature": 0, "max_gen_toks": 32, "until": []}
@@ -34,7 +35,7 @@ def digest(text: str) -> int:
     return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
 
 
-class DeterministicChat:
+class DeterministicChat(JsonChatModel):
     """A ChatModel whose answer is a function of the rendered prompt alone, with every kind of
     outcome: the gold stated, an affirmation, questions, empty answers, reasoning-only answers,
     batches that raise (when they contain a poisoned prompt), prompts that overflow the context.
@@ -45,15 +46,6 @@ class DeterministicChat:
         self.calls: list[list[str]] = []
         self.threads: list[str] = []
         self.lock = threading.Lock()
-
-    def render(self, messages):
-        return json.dumps(messages, ensure_ascii=False)
-
-    def prompt_text(self, ctx) -> str:
-        return ctx
-
-    def system_survived(self, ctx, system: str) -> bool:
-        return True
 
     def context_overflow(self, ctx, gen_kwargs):
         return (9999, 4096, 64) if digest(self.seed + "long" + ctx) % 67 == 0 else None
