@@ -2,13 +2,21 @@ import pytest
 
 from tests.helpers import paths
 from tests.helpers.bank import write_bank
+from tests.helpers.extras import missing_extra
 
 
 def pytest_collection_modifyitems(config, items):
-    # Tests that start the embedded llama.cpp server are slow: `-m "not slow"` skips them too.
     for item in items:
+        # Tests that start the embedded llama.cpp server are slow: `-m "not slow"` skips them too.
         if item.get_closest_marker("server") is not None and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)
+        # A test marked with an optional extra skips, with the reason, where the extra is absent:
+        # README command 2 passes on the install README command 1 makes (see README, Development).
+        for mark in item.iter_markers():
+            reason = missing_extra(mark.name)
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=reason))
+                break
 
 
 @pytest.fixture(autouse=True)

@@ -19,7 +19,13 @@ formats:
            (required), history ("Tutor: ..." / "Student: ..." lines), question, domain
            (default mathematics), tutor, and label columns named mistake_recognize,
            answer_leakage, step_scaffolded, actionability, corrective_tone with 1/0 (yes/no,
-           true/false), partial (see --partial), na or -1 (not applicable) or empty (not labelled).
+           true/false), partial (see --partial), na or -1 (not applicable) or empty (not labelled);
+           optional conversation_id (responses that share a conversation).
+
+MRBench files may use one conversation_id for two different conversations (the public V1 file
+does): items are keyed by conversation, tutor and content (cid/model, or cid/model#hash when the
+pair occurs with different contents), and an exact duplicate (same history, response and labels)
+is counted once. The summary says how many responses were read, merged and kept.
 
 A dimension missing from the file is skipped, never counted as 0. Writes DIR/agreement.csv (one
 row per metric: n, judge_rate, human_rate, percent_agreement, cohen_kappa, krippendorff_alpha,
@@ -54,7 +60,8 @@ def main(args: argparse.Namespace) -> int:
 
     if args.n_boot < 1:
         raise EduFairError(f"--n-boot must be >= 1, got {args.n_boot}")
-    items = load_human_set(args.file, args.format, partial=args.partial, limit=args.limit)
+    human_set = load_human_set(args.file, args.format, partial=args.partial, limit=args.limit)
+    items = human_set.items
     from edufair_metrics.cli._common import judge_cli_settings
 
     cli = judge_cli_settings(args)
@@ -63,7 +70,11 @@ def main(args: argparse.Namespace) -> int:
                                                progress=not args.no_progress, summary=summary)
     out = Path(args.out)
     rows = write_human_agreement(out, items, judgements, judge_info=judge_info, summary=summary, n_boot=args.n_boot, seed=args.seed,
-                                 source={"file": str(args.file), "format": args.format, "partial": args.partial, "limit": args.limit})
+                                 source={"file": str(args.file), "format": args.format, "partial": args.partial, "limit": args.limit,
+                                         "responses": human_set.counts()})
+    c = human_set.counts()
+    print(f"[edufair judge-human] {c['read']} responses read, {c['merged']} exact duplicate(s) merged"
+          + (f", {c['limited']} left out by --limit" if c["limited"] else "") + f", {c['kept']} kept", file=sys.stderr)
     print(f"[edufair judge-human] {summary.get('ok', 0)}/{len(items)} responses judged ({summary.get('cached', 0)} from cache), "
           f"{summary.get('missing', 0)} missing", file=sys.stderr)
     for r in rows:

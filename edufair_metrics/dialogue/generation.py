@@ -149,13 +149,15 @@ class CachedGenerator:
         stored: set[str] = set()
         final: dict[str, Any] = {}
 
-        def store(prompt: str, answer: str, gk=dict(gen_kwargs)) -> None:
+        frozen_gen_kwargs = dict(gen_kwargs)  # the call's settings, as the cache key must see them
+
+        def store(prompt: str, answer: str) -> None:
             # Persist each answer the moment it arrives, not after the whole batch: a kill in the
             # middle of a turn loses no answer the client already received. Failed answers
             # (empty, reasoning only) are never stored.
             if self.cache is not None and prompt in sends and prompt not in stored \
                     and not isinstance(self._checked(answer), CallFailure):
-                if self.cache.put(self._key(prompt, gk), answer):
+                if self.cache.put(self._key(prompt, frozen_gen_kwargs), answer):
                     stored.add(prompt)
 
         def settle(prompt: str, result: Any) -> bool:
@@ -192,7 +194,7 @@ class CachedGenerator:
                     again.append((prompt, ctx, doc))
             pending = again
 
-        for prompt, ctx, _ in items:
+        for prompt, _ctx, _ in items:
             n, result = sends[prompt], final[prompt]
             self.counts.add(sends=n, retried=int(n > 1))
             if isinstance(result, CallFailure):

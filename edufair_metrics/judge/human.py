@@ -32,7 +32,9 @@ counted as 0. An unknown label value is an error naming the file and the item.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,10 +83,31 @@ class HumanItem:
     transcript: OneTurnTranscript
     human: dict[str, int | None]  # EduFair metric -> 0/1, None = no value (not annotated, N/A, dropped)
     human_raw: dict[str, str] = field(default_factory=dict)  # metric -> the label as written
+    # the conversation the response belongs to (its responses share a history): the cluster that
+    # agreement bootstraps resample; defaults to the item itself
+    conversation: str = ""
 
     @property
     def turn_index(self) -> int:
         return len(self.transcript.turns) - 1
+
+
+@dataclass(frozen=True)
+class HumanSet:
+    """The items of a human-labelled file: ``read`` responses in the file, ``merged`` exact
+    duplicates counted once, ``kept`` = len(items) (after ``--limit``, ``limited`` responses fewer)."""
+
+    items: list[HumanItem]
+    read: int
+    merged: int = 0
+    limited: int = 0
+
+    @property
+    def kept(self) -> int:
+        return len(self.items)
+
+    def counts(self) -> dict[str, int]:
+        return {"read": self.read, "merged": self.merged, "limited": self.limited, "kept": self.kept}
 
 
 def label_value(raw: Any, partial: str, *, tone: bool = False, where: str = "") -> int | None:
@@ -146,13 +169,27 @@ def _transcript(item_id: str, tutor: str, domain: str, turns: list[Turn], respon
     )
 
 
-def load_mrbench(path: str | Path, partial: str = "yes") -> list[HumanItem]:
+def _content_key(history: list[Turn], response: str, annotation: dict[str, Any]) -> str:
+    """A short hash of what makes a response an item: its history, its text and its labels."""
+    body = json.dumps([[(t.role, t.text) for t in history], response, annotation], sort_keys=True, ensure_ascii=False,
+                      default=str)
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()[:10]
+
+
+def load_mrbench(path: str | Path, partial: str = "yes") -> "HumanSet":
+    """The items of an MRBench / BEA-2025 file. The public MRBench V1 file uses some
+    ``conversation_id`` values for two different conversations (other responses under the same
+    tutor names), so an item is keyed by its conversation, tutor and content: ``cid/model`` when
+    that pair occurs with one content, else ``cid/model#<hash>`` per distinct content (hash of
+    history, response and labels). An exact duplicate (same history, response and labels under the
+    same id and tutor) is counted once (``merged``)."""
     path = Path(path)
     data = read_json(path)
     if not isinstance(data, list):
         raise EduFairError(f"{path}: expected a JSON list of conversations (MRBench / BEA-2025 format)")
-    items: list[HumanItem] = []
-    seen: set[str] = set()
+    # (cid, model) -> {content hash: (conversation position, model, history, entry)}, in file order
+    found: dict[tuple[str, str], dict[str, tuple[int, list[Turn], dict[str, Any]]]] = {}
+    read = 0
     for k, conv in enumerate(data):
         where = f"{path}: conversation {k}"
         if not isinstance(conv, dict) or "conversation_id" not in conv:
@@ -170,22 +207,29 @@ def load_mrbench(path: str | Path, partial: str = "yes") -> list[HumanItem]:
             ann = entry.get("annotation") or {}
             if not isinstance(ann, dict):
                 raise EduFairError(f"{w}: annotation is not an object")
+            read += 1
+            key = _content_key(history, entry["response"], ann)
+            found.setdefault((cid, str(model)), {}).setdefault(key, (k, history, entry))
+    items: list[HumanItem] = []
+    for (cid, model), contents in found.items():
+        for key, (k, history, entry) in contents.items():
+            item_id = f"{cid}/{model}" if len(contents) == 1 else f"{cid}/{model}#{key}"
+            at = f" (position {k})" if len(contents) > 1 else ""
+            w = f"{path}: conversation {cid}{at}, {model}"
+            ann = entry.get("annotation") or {}
             human: dict[str, int | None] = {}
             raw: dict[str, str] = {}
             for dim, metric in MRBENCH_DIMENSIONS.items():
                 if dim in ann:  # a dimension missing from the file stays absent: skipped, not 0
                     human[metric] = label_value(ann[dim], partial, tone=(dim == "Tutor_Tone"), where=f"{w}: {dim}")
                     raw[metric] = "" if ann[dim] is None else str(ann[dim])
-            item_id = f"{cid}/{model}"
-            if item_id in seen:
-                raise EduFairError(f"{w}: duplicate item")
-            seen.add(item_id)
-            items.append(HumanItem(item_id, str(model), _transcript(item_id, str(model), "mathematics", history, entry["response"]),
-                                   human, raw))
-    return items
+            items.append(HumanItem(item_id, model, _transcript(item_id, model, "mathematics", history, entry["response"]),
+                                   human, raw, conversation=f"{cid}@{k}"))
+    items.sort(key=lambda it: (int(it.conversation.rsplit("@", 1)[1]), it.item_id))  # file order
+    return HumanSet(items, read=read, merged=read - len(items))
 
 
-def load_human_csv(path: str | Path, partial: str = "yes") -> list[HumanItem]:
+def load_human_csv(path: str | Path, partial: str = "yes") -> HumanSet:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -222,11 +266,12 @@ def load_human_csv(path: str | Path, partial: str = "yes") -> list[HumanItem]:
         tutor = (row.get("tutor") or "").strip()
         human = {m: label_value(row.get(m), partial, where=f"{where}: {m}") for m in metrics}
         raw = {m: (row.get(m) or "").strip() for m in metrics}
-        items.append(HumanItem(item_id, tutor, _transcript(item_id, tutor, domain, turns, response), human, raw))
-    return items
+        items.append(HumanItem(item_id, tutor, _transcript(item_id, tutor, domain, turns, response), human, raw,
+                               conversation=(row.get("conversation_id") or "").strip() or item_id))
+    return HumanSet(items, read=len(items))
 
 
-def load_human_set(path: str | Path, fmt: str, *, partial: str = "yes", limit: int | None = None) -> list[HumanItem]:
+def load_human_set(path: str | Path, fmt: str, *, partial: str = "yes", limit: int | None = None) -> HumanSet:
     """The human-labelled items of ``path`` in ``fmt`` (mrbench | csv), the first ``limit`` only."""
     if fmt not in HUMAN_FORMATS:
         raise EduFairError(f"--format must be one of {', '.join(HUMAN_FORMATS)}, got {fmt!r}")
@@ -236,10 +281,12 @@ def load_human_set(path: str | Path, fmt: str, *, partial: str = "yes", limit: i
         raise EduFairError(f"--limit must be >= 1, got {limit}")
     if not Path(path).is_file():
         raise EduFairError(f"no such file: {path}")
-    items = load_mrbench(path, partial) if fmt == "mrbench" else load_human_csv(path, partial)
-    if not items:
+    found = load_mrbench(path, partial) if fmt == "mrbench" else load_human_csv(path, partial)
+    if not found.items:
         raise EduFairError(f"{path}: no labelled responses")
-    return items[:limit] if limit else items
+    if limit and limit < found.kept:
+        return HumanSet(found.items[:limit], read=found.read, merged=found.merged, limited=found.kept - limit)
+    return found
 
 
 def judge_metric_value(judgement: TurnJudgement, metric: str) -> int | None:
@@ -284,6 +331,6 @@ def judge_human_items(
 
 
 __all__ = [
-    "HUMAN_FORMATS", "MRBENCH_DIMENSIONS", "PARTIAL_POLICIES", "HumanItem", "OneTurnTranscript", "judge_human_items",
+    "HUMAN_FORMATS", "MRBENCH_DIMENSIONS", "PARTIAL_POLICIES", "HumanItem", "HumanSet", "OneTurnTranscript", "judge_human_items",
     "judge_metric_value", "label_value", "load_human_csv", "load_human_set", "load_mrbench", "parse_history",
 ]

@@ -5,6 +5,7 @@ loudly when an lm-eval upgrade breaks it."""
 from __future__ import annotations
 
 import importlib.util
+import logging
 import sys
 from pathlib import Path
 from contextlib import contextmanager
@@ -52,6 +53,39 @@ def quiet_request_bars() -> Iterator[None]:
     finally:
         for module, attr, bar in reversed(patched):
             setattr(module, attr, bar)
+
+
+# lm-eval notices logged at every generate_until call: EduFair makes one call per dialogue turn, so
+# each would print thousands of times in a full run and break the progress bar's line. Each is
+# let through once per process (the run); every other lm-eval message is left alone.
+# logger name -> message texts (the exact format string lm-eval logs)
+ONCE_PER_RUN_NOTICES: dict[str, tuple[str, ...]] = {
+    "lm_eval.models.api_models": ("Tokenized requests are disabled. Context + generation length is not checked.",),
+}
+
+
+class _OncePerRun(logging.Filter):
+    def __init__(self, messages: tuple[str, ...]) -> None:
+        super().__init__()
+        self.messages = frozenset(messages)
+        self.seen: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.msg if isinstance(record.msg, str) else None
+        if msg not in self.messages:
+            return True
+        if msg in self.seen:
+            return False
+        self.seen.add(msg)
+        return True
+
+
+def print_notices_once() -> None:
+    """Install (once per process) the filters that let each of ``ONCE_PER_RUN_NOTICES`` through once."""
+    for name, messages in ONCE_PER_RUN_NOTICES.items():
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _OncePerRun) for f in logger.filters):
+            logger.addFilter(_OncePerRun(messages))
 
 
 def tasks_path() -> Path:

@@ -24,7 +24,7 @@ from edufair_metrics.dialogue.generation import CachedGenerator
 from edufair_metrics.dialogue.loop import run_dialogues
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.judge.settings import load_judge_settings
-from edufair_metrics.lmeval import quiet_request_bars
+from edufair_metrics.lmeval import print_notices_once, quiet_request_bars
 from edufair_metrics.lmeval.harness import (
     answer_placeholders_locally,
     api_seed,
@@ -68,6 +68,7 @@ class EduFairTask(ConfigurableTask):
 
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         install_excepthook()
+        print_notices_once()
         config = dict(config or {})
         config.pop("class", None)
         yaml_block = dict(config.pop("edufair", {}) or {})

@@ -215,7 +215,7 @@ def fig_levels(levels, path: Path):
                 ax.axis("off")
                 continue
             m = metrics[cidx]
-            for g, (cond, dim, a, b) in enumerate(groups):
+            for g, (_cond, dim, a, b) in enumerate(groups):
                 if g % 2 == 0:
                     ax.axvspan(a - 0.5, b + 0.5, color="0.93", zorder=0)
                 ax.text((a + b) / 2, 0.99, dim, transform=ax.get_xaxis_transform(), ha="center", va="top",

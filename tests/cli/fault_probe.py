@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.helpers.edufair_cli import FAST_LM_EVAL, PY, TASK, EduFairFake, call_key, cli_env, run_cli  # noqa: E402
-from tests.helpers.fake_openai import Drop, EmptyBody, Hang, HTTPError, Raw, Reply  # noqa: E402
+from tests.helpers.fake_openai import Drop, Hang, HTTPError, Raw, Reply  # noqa: E402
 from lm_eval_tasks import TASKS_DIR  # noqa: E402
 
 FAULTS = {

@@ -123,7 +123,7 @@ def test_history_parsing_string_list_and_continuations():
 
 
 def test_mrbench_reader_maps_dimensions_and_skips_missing_ones():
-    items = load_human_set(MRBENCH, "mrbench")
+    items = load_human_set(MRBENCH, "mrbench").items
     assert len(items) == 5
     by_id = {it.item_id.split("/")[1]: it for it in items}
     assert by_id["GPT4"].human["answer_leakage"] == 1 and by_id["GPT4"].human["corrective_tone"] == 0
@@ -134,9 +134,10 @@ def test_mrbench_reader_maps_dimensions_and_skips_missing_ones():
     t = by_id["Sonnet"].transcript
     assert t.turns[-1].role == "tutor" and t.turns[-1].text.startswith("25% is a quarter")
     assert t.tutor_turn_indices() == [len(t.turns) - 1]
-    drop = {it.item_id.split("/")[1]: it for it in load_human_set(MRBENCH, "mrbench", partial="drop")}
+    drop = {it.item_id.split("/")[1]: it for it in load_human_set(MRBENCH, "mrbench", partial="drop").items}
     assert drop["Novice"].human["mistake_recognize"] is None
-    assert len(load_human_set(MRBENCH, "mrbench", limit=2)) == 2
+    limited = load_human_set(MRBENCH, "mrbench", limit=2)
+    assert limited.kept == 2 and limited.counts() == {"read": 5, "merged": 0, "limited": 3, "kept": 2}
 
 
 def _write_csv(path, rows, header):
@@ -156,7 +157,7 @@ def test_csv_reader_and_errors(tmp_path):
         ["t2", "", "", "The answer is 12.", "", "m2", "yes", ""],
         ["t3", "Why does ice float?", "", "Think about density.", "physics", "m1", "partial", "na"],
     ], CSV_HEADER)
-    items = load_human_csv(p, "no")
+    items = load_human_csv(p, "no").items
     assert [it.human for it in items] == [
         {"answer_leakage": 0, "step_scaffolded": 1}, {"answer_leakage": 1, "step_scaffolded": None},
         {"answer_leakage": 0, "step_scaffolded": None}]
@@ -168,7 +169,7 @@ def test_csv_reader_and_errors(tmp_path):
         "value": ([["a", "", "", "r", "", "", "maybe", ""]], CSV_HEADER, r"cal\.csv:2: answer_leakage: unknown label"),
         "noresp": ([["a", "", "", "", "", "", "1", ""]], CSV_HEADER, "empty response"),
     }
-    for name, (rows, header, msg) in bad.items():
+    for rows, header, msg in bad.values():
         with pytest.raises(EduFairError, match=msg):
             load_human_csv(_write_csv(tmp_path / "cal.csv", rows, header))
     with pytest.raises(EduFairError, match="missing column 'response'"):
@@ -220,7 +221,7 @@ def test_judge_human_mrbench_end_to_end_with_cache(tmp_path, capsys):
             assert user.rstrip().endswith(f'index="{last}" (the last turn inside the transcript).')
         rows = {r["metric"]: r for r in _read_csv(out / "agreement.csv")}
         assert list(_read_csv(out / "agreement.csv")[0])[: len(AGREEMENT_COLUMNS)] == AGREEMENT_COLUMNS
-        items = load_human_set(MRBENCH, "mrbench")
+        items = load_human_set(MRBENCH, "mrbench").items
         for metric, row in rows.items():
             human = [it.human.get(metric) for it in items if metric in it.human]
             field = {"step_scaffolded": "scaffolding_guidance", "corrective_tone": "correction_tone"}.get(metric, metric)
@@ -278,3 +279,40 @@ def test_judge_human_bad_input_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "conversation c, m: Tutor_Tone: unknown label 'Grumpy'" in err[0]
     assert edufair(["judge-human", "--format", "mrbench", str(tmp_path / "none.json")]) == 2
+
+
+REUSED_IDS = FIXTURES / "mrbench_reused_ids.json"  # one conversation_id for two conversations, plus an exact duplicate
+
+
+def test_mrbench_reused_conversation_ids_are_distinct_items_and_exact_duplicates_merge():
+    found = load_human_set(REUSED_IDS, "mrbench")
+    assert found.counts() == {"read": 6, "merged": 1, "limited": 0, "kept": 5}
+    ids = [it.item_id for it in found.items]
+    assert len(set(ids)) == 5
+    # 5001/Expert and 5001/GPT4 occur with two contents each: both keyed by content; 5002 keeps its plain id
+    assert "5002/Expert" in ids
+    reused = sorted(i for i in ids if i.startswith("5001/"))
+    assert len(reused) == 4 and all("#" in i for i in reused)
+    texts = {it.transcript.turns[-1].text for it in found.items}
+    assert "You need 3 x 7 = 21 apples." in texts and "The speed is 120 / 2 = 60 km/h." in texts
+    # the two conversations of id 5001 are different clusters; responses of one conversation share one
+    by_text = {it.transcript.turns[-1].text: it.conversation for it in found.items}
+    assert by_text["The speed is 120 / 2 = 60 km/h."] == by_text[
+        "Adding does not give a rate. What do you divide to get km per hour?"]
+    assert by_text["You need 3 x 7 = 21 apples."] != by_text["The speed is 120 / 2 = 60 km/h."]
+    # the keys are stable: a second read gives the same ids
+    assert [it.item_id for it in load_human_set(REUSED_IDS, "mrbench").items] == ids
+
+
+def test_judge_human_reads_a_file_with_reused_conversation_ids(tmp_path, capsys):
+    with FakeOpenAI(responder=lambda req: _labels_for(_judged_text(req))) as srv:
+        out = tmp_path / "agree"
+        argv = ["judge-human", "--format", "mrbench", str(REUSED_IDS), "--out", str(out), "--judge-base-url", srv.base_url,
+                "--judge-model", "fake-judge", "--no-progress", "--n-boot", "50"]
+        assert edufair(argv) == 0
+        assert srv.calls == 5
+    err = capsys.readouterr().err
+    assert "6 responses read, 1 exact duplicate(s) merged, 5 kept" in err
+    summary = json.loads((out / "judge_summary.json").read_text())
+    assert summary["source"]["responses"] == {"read": 6, "merged": 1, "limited": 0, "kept": 5}
+    assert len(_read_csv(out / "labels.csv")) == 5

@@ -325,6 +325,38 @@ def test_template_api_reports_every_answer_to_the_cache_hook(num_concurrent):
         "add_partial's req is not (JsonChatStr context, gen_kwargs)", who)
 
 
+def test_per_call_notice_is_printed_once_per_run(caplog):
+    """lm-eval logs "Tokenized requests are disabled ..." at INFO on every generate_until call; with
+    EduFair's filter (print_notices_once) it appears once per process, and other records pass."""
+    import logging
+
+    from edufair_metrics.lmeval import ONCE_PER_RUN_NOTICES, print_notices_once
+
+    who = "edufair_metrics.lmeval.ONCE_PER_RUN_NOTICES (message text and logger name)"
+    print_notices_once()
+    print_notices_once()  # idempotent: one filter
+    name = "lm_eval.models.api_models"
+    logger = logging.getLogger(name)
+    assert sum(type(f).__name__ == "_OncePerRun" for f in logger.filters) == 1
+    for f in logger.filters:  # a fresh "run": earlier tests in this process may have let it through
+        getattr(f, "seen", set()).clear()
+    logger.propagate, was = True, logger.propagate  # lm-eval's CLI sets propagate False; caplog needs the root
+    try:
+        with caplog.at_level(logging.INFO, logger=name):
+            with FakeOpenAI(responder=lambda req: Reply("ok")) as srv:
+                lm = _local_chat(base_url=srv.base_url + "/chat/completions", num_concurrent=2, max_retries=1)
+                for i in range(4):
+                    ctx = lm.apply_chat_template([{"role": "user", "content": f"q{i}"}])
+                    lm.generate_until([Instance("generate_until", {}, (ctx, {"until": [], "max_gen_toks": 4}), 0, ("t", 0, 1))])
+            logger.info("another lm-eval message")
+            logger.info("another lm-eval message")
+    finally:
+        logger.propagate = was
+    notices = [r for r in caplog.records if r.name == name and r.msg in ONCE_PER_RUN_NOTICES[name]]
+    assert len(notices) == 1, broken(f"{len(notices)} notices after 4 calls: the message text or logger changed", who)
+    assert sum(r.msg == "another lm-eval message" for r in caplog.records) == 2
+
+
 def test_template_api_construction_and_chat_rendering(monkeypatch):
     who = "edufair_metrics.lmeval.harness (warn_if_unbatched: _concurrent, api_seed: _seed), models.prompt_text"
 

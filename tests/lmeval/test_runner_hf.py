@@ -23,7 +23,7 @@ from tests.gpu.tiny_hf import EOT, NO_SYSTEM_TEMPLATE, build_tiny_chat_model  # 
 from tests.helpers.bank import QUESTIONS  # noqa: E402
 from tests.helpers.fake_lms import STUDENTS, run_task  # noqa: E402  (registers edufair-fake-student)
 
-pytestmark = pytest.mark.slow  # builds tiny hf models and runs real HFLM generation on CPU
+pytestmark = [pytest.mark.slow, pytest.mark.hf]  # builds tiny hf models and runs real HFLM generation on CPU
 
 TASK = "edufair_explicit_physics"
 LEVELS = ["female", "male"]

@@ -6,7 +6,8 @@ turns off the runner's cache and the judge's."""
 from __future__ import annotations
 
 import logging
-import sqlite3
+
+import pytest
 
 from lm_eval import simple_evaluate
 from lm_eval.tasks import TaskManager
@@ -91,6 +92,7 @@ def test_api_tutor_identity_is_model_and_endpoint():
     assert remote_1 != remote_2 != local_1
 
 
+@pytest.mark.hf
 def test_hflm_identity_reads_the_model_without_the_hub():
     import torch
 

@@ -31,7 +31,7 @@ ROWS = [
 
 def _tiny_run(root: Path) -> Path:
     scores, stops = [], {}
-    for i, (level, q, stop, vals) in enumerate(ROWS):
+    for level, q, stop, vals in ROWS:
         ds = DialogueScores(question_id=q, domain="mathematics", condition="explicit", dimension="gender",
                             level=level, scores=dict(zip(M, map(float, vals))), task="edufair_explicit_math",
                             sent_turns=3)
