@@ -234,33 +234,3 @@ def sum_call_counts(counts: Iterable["CallCounts | Mapping[str, Any]"]) -> list[
         by_role[c.role] = by_role[c.role].merged(c) if c.role in by_role else CallCounts.from_dict(c.to_dict())
     order = [r for r in ROLES if r in by_role] + sorted(r for r in by_role if r not in ROLES)
     return [by_role[r] for r in order]
-
-
-def _kinds(counts: Mapping[str, int]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "-"
-
-
-def call_counts_markdown(counts: Iterable["CallCounts | Mapping[str, Any]"],
-                         title: str = "Model calls per role") -> str:
-    """A markdown section with one row per role (counts of the same role are summed)."""
-    rows = sum_call_counts(counts)
-    lines = [
-        f"## {title}", "",
-        "requests = cached + coalesced (identical request of the same turn, answered once) + distinct; "
-        "sends = how often distinct requests were sent; retried = distinct requests sent again after a "
-        "failed attempt (recovered = then answered); failed = distinct requests that still failed. "
-        "Failed attempts count every failure, also those a retry recovered. HTTP attempts (API "
-        "models) include lm-eval's own retries inside a send, which lm-eval does not report.", "",
-        "| role | requests | cached | coalesced | distinct | sends | retried | recovered | failed | failed by kind "
-        "| failed attempts by kind | HTTP attempts | failed HTTP attempts by kind |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---|",
-    ]
-    for c in rows:
-        lines.append(
-            f"| {c.role} | {c.requests} | {c.cached} | {c.coalesced} | {c.distinct} | {c.sends} | {c.retried} | "
-            f"{c.recovered} | {c.failed} | {_kinds(c.failed_by_kind)} | {_kinds(c.failed_attempts_by_kind)} | "
-            f"{c.http_attempts or '-'} | {_kinds(c.http_failed_by_kind)} |"
-        )
-    if not rows:
-        lines.append("| (no calls recorded) | | | | | | | | | | | | |")
-    return "\n".join(lines) + "\n"

@@ -3,6 +3,7 @@ identities without secrets, decoding settings, seeds), written into every dialog
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +40,12 @@ def run_provenance(*, bank_file: Path, domain: str, judge_prompts_file: Path, mo
     }
 
 
-def record_provenance(record: dict[str, Any], run: dict[str, Any] | None, protocol_sha256: str) -> dict[str, Any]:
+def record_provenance(judge: dict[str, Any] | None, run: dict[str, Any] | None, protocol_sha256: str) -> dict[str, Any]:
     """A judged record's full provenance: package and protocol versions, the run's part, and the
-    judge's identity and decoding settings from the record."""
+    judge's identity and decoding settings (``judge``: its public settings)."""
     out = {"package_version": __version__, "protocol_version": PROTOCOL_VERSION, "protocol_sha256": protocol_sha256}
-    out.update(run or {})
-    judge = record.get("judge") or {}
+    out.update(copy.deepcopy(run or {}))
+    judge = judge or {}
     out.setdefault("models", {})["judge"] = redact({k: v for k, v in judge.items() if k in ("model", "base_url", "enabled")})
     out.setdefault("decoding", {})["judge"] = redact({k: v for k, v in judge.items() if k not in JUDGE_NOT_DECODING})
     return out

@@ -110,6 +110,11 @@ STOP_STUDENT_FAILED = "student_failed"  # a student call failed (retried when re
 STOP_TUTOR_FAILED = "tutor_failed"
 
 
+def failed_stage(stop_reason: str) -> str:
+    """"student" or "tutor" for the two failure stop reasons (the call that failed)."""
+    return "student" if stop_reason == STOP_STUDENT_FAILED else "tutor"
+
+
 @dataclass
 class Transcript:
     """A finished (or failed) tutoring dialogue for one (question, condition level)."""
@@ -204,6 +209,7 @@ class DialogueScores:
     missing_turns: int = 0  # tutor turns sent to the judge whose labels could not be obtained
     sent_turns: int = 0  # tutor turns sent to the judge (missing ones included)
     failed: bool = False
+    stop_reason: str | None = None  # the transcript's stop reason (None: unknown, e.g. bare scores)
 
     @property
     def labelled_turns(self) -> int:
@@ -229,3 +235,165 @@ class DialogueScores:
         obj.failed = bool(obj.failed)
         return obj
 
+
+
+# ---- the per-dialogue record: what every stage after the judge reads ----------------------------
+
+# 1: every record written before the schema was versioned (no ``schema_version`` field); 2: this one.
+RECORD_SCHEMA_VERSION = 2
+# The samples-file field lm-eval writes the record under (the task's metric of that name).
+RECORD_KEY = "edufair_record"
+
+
+@dataclass
+class RecordFlags:
+    """Why a dialogue ended and whether it counts as complete (redundant with the transcript, kept
+    so a reader of the samples file sees it at once)."""
+
+    incomplete: bool
+    stop_reason: str
+    error: str | None = None
+    error_kind: str | None = None
+    masked_cues: int | None = None  # condition-blind judging: cues replaced in what the judge saw
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        if d["masked_cues"] is None:
+            del d["masked_cues"]
+        return d
+
+
+@dataclass
+class DocumentFacts:
+    """What the record needs from its lm-eval document: the gold (for detectors and the outcome
+    test) and the bank source. None: unknown (records written before they were stored, with no
+    logged document)."""
+
+    answer: str | None = None
+    answer_forms: list[str] | None = None
+    source: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_doc(cls, doc: dict[str, Any] | None) -> "DocumentFacts":
+        doc = doc if isinstance(doc, dict) else {}
+        forms = doc.get("answer_forms")
+        return cls(
+            answer=None if doc.get("answer") is None else str(doc["answer"]),
+            answer_forms=[str(x) for x in forms] if isinstance(forms, list) and forms else None,
+            source=None if doc.get("source") is None else str(doc["source"]),
+        )
+
+
+@dataclass
+class DialogueRecord:
+    """One judged (or not yet judged) dialogue: the unit every stage after the judge reads and
+    writes. Plain data; ``to_dict``/``from_dict`` round-trip through JSON (the samples file's
+    ``edufair_record``). ``from_dict`` is the ONE place that understands the field shapes older
+    EduFair versions wrote (``schema_version`` 1: no version field, ``judged_turns``, no
+    ``error_kind`` / judgement ``kind`` / ``stop_evidence``, the gold only in the logged document).
+
+    ``scores`` holds the nine judged and conversation metrics and the detector metrics;
+    ``detector_version`` says which version of the deterministic detectors computed the latter
+    (None: not computed), so a reader can complete records written by older detectors."""
+
+    transcript: Transcript
+    judgements: list[TurnJudgement]
+    scores: DialogueScores
+    flags: RecordFlags
+    judge: dict[str, Any] | None = None
+    provenance: dict[str, Any] = field(default_factory=dict)
+    document: DocumentFacts = field(default_factory=DocumentFacts)
+    detector_version: int | None = None
+    schema_version: int = RECORD_SCHEMA_VERSION
+
+    @property
+    def has_transcript(self) -> bool:
+        """False for a record that stored only scores (its transcript has no turn)."""
+        return bool(self.transcript.turns)
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """(task, condition, level, question_id): one dialogue of one run."""
+        t = self.transcript
+        return (t.task or self.scores.task, t.condition, t.level, str(t.question_id))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.schema_version,
+            "transcript": self.transcript.to_dict(),
+            "judgements": [j.to_dict() for j in self.judgements],
+            "scores": self.scores.to_dict(),
+            "flags": self.flags.to_dict(),
+            "judge": self.judge,
+            "provenance": self.provenance,
+            "document": self.document.to_dict(),
+            "detector_version": self.detector_version,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, doc: dict[str, Any] | None = None) -> "DialogueRecord":
+        """A record from its JSON form, any version. ``doc``: the samples line's logged document,
+        which gives the gold forms and source of records that did not store them. Raises
+        ValueError / TypeError / KeyError on a malformed record (the reader names the line)."""
+        if not isinstance(data, dict):
+            raise TypeError(f"a record is a JSON object, not {type(data).__name__}")
+        version = int(data.get("schema_version", 1))
+        if version > RECORD_SCHEMA_VERSION:
+            raise ValueError(f"record schema version {version} is newer than this EduFair's ({RECORD_SCHEMA_VERSION})")
+        raw_s = data.get("scores") if data.get("scores") is not None else {}
+        raw_t = data.get("transcript")
+        if not isinstance(raw_s, dict):
+            raise TypeError("scores is not an object")
+        if raw_t is None:  # a record that stores only scores: a transcript without turns or prompts
+            if not raw_s:
+                raise ValueError("the record has neither a transcript nor scores")
+            raw_t = {k: raw_s.get(k, "") for k in ("question_id", "domain", "condition", "dimension", "level", "task")}
+            raw_t.update(tutor_system="", student_system="", turns=[])
+        if not isinstance(raw_t, dict):
+            raise TypeError("transcript is not an object")
+        # records of the first versions may lack a stop reason: "" = unknown
+        transcript = Transcript.from_dict({"stop_reason": "", **raw_t})
+        judgements = [TurnJudgement.from_dict(j) for j in data.get("judgements") or []]
+        # a record not yet scored (a transcript to judge) has empty scores: its identity is the transcript's
+        ident = {k: getattr(transcript, k) for k in ("question_id", "domain", "condition", "dimension", "level", "task")}
+        scores = DialogueScores.from_dict({**ident, "scores": {}, **raw_s})  # judged_turns -> sent_turns
+        scores.task = scores.task or transcript.task
+        scores.stop_reason = transcript.stop_reason or None
+        # a dialogue ended by a failed call: its stop reason, or any recorded error
+        scores.failed = bool(scores.failed or transcript_failed(transcript))
+        raw_f = data.get("flags") if isinstance(data.get("flags"), dict) else {}
+        flags = RecordFlags(
+            incomplete=bool(raw_f.get("incomplete", not transcript.complete)),
+            stop_reason=str(raw_f.get("stop_reason", transcript.stop_reason)),
+            error=raw_f.get("error", transcript.error),
+            error_kind=raw_f.get("error_kind", transcript.error_kind),
+            masked_cues=raw_f.get("masked_cues"),
+        )
+        stored = data.get("document")
+        document = DocumentFacts(**{k: v for k, v in stored.items() if k in ("answer", "answer_forms", "source")}) \
+            if isinstance(stored, dict) else DocumentFacts()
+        if document.answer_forms is None or document.source is None or document.answer is None:
+            logged = DocumentFacts.from_doc(doc)
+            document = DocumentFacts(answer=document.answer if document.answer is not None else logged.answer,
+                                     answer_forms=document.answer_forms or logged.answer_forms,
+                                     source=document.source or logged.source)
+        judge = data.get("judge") if isinstance(data.get("judge"), dict) else None
+        provenance = data.get("provenance") if isinstance(data.get("provenance"), dict) else {}
+        det = data.get("detector_version")
+        return cls(transcript, judgements, scores, flags, judge, provenance, document,
+                   int(det) if det is not None else None, RECORD_SCHEMA_VERSION)
+
+
+def transcript_failed(transcript: "Transcript | dict[str, Any] | None") -> bool:
+    """Whether a dialogue was ended by a failed call: a failure stop reason, or any recorded error
+    (``error`` / ``error_kind``, e.g. ``empty_visible_turn``). Reads a Transcript or its dict."""
+    if transcript is None:
+        return False
+    if isinstance(transcript, dict):
+        stop, error, kind = transcript.get("stop_reason"), transcript.get("error"), transcript.get("error_kind")
+    else:
+        stop, error, kind = transcript.stop_reason, transcript.error, transcript.error_kind
+    return stop in (STOP_STUDENT_FAILED, STOP_TUTOR_FAILED) or bool(error) or bool(kind)

@@ -32,11 +32,9 @@ still scored on the turns it has, but flagged ``failed`` so that the statistics 
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import Iterable
 
 from edufair_metrics.records import (
-    STOP_STUDENT_FAILED,
-    STOP_TUTOR_FAILED,
     CONVERSATION_METRICS,
     JUDGE_FIELD_FOR_METRIC,
     JUDGE_OK,
@@ -44,23 +42,12 @@ from edufair_metrics.records import (
     DialogueScores,
     Transcript,
     TurnJudgement,
+    transcript_failed,
 )
 
 NAN = float("nan")
 
 WORD_RE = re.compile(r"\w+(?:(?:['’\-]|(?<=\d)[.,](?=\d))\w+)*")
-
-
-def transcript_failed(transcript: Transcript | dict[str, Any] | None) -> bool:
-    """Whether a dialogue was ended by a failed call: a failure stop reason, or any recorded error
-    (``error`` / ``error_kind``, e.g. ``empty_visible_turn``). Reads a Transcript or its dict."""
-    if transcript is None:
-        return False
-    if isinstance(transcript, dict):
-        stop, error, kind = transcript.get("stop_reason"), transcript.get("error"), transcript.get("error_kind")
-    else:
-        stop, error, kind = transcript.stop_reason, transcript.error, transcript.error_kind
-    return stop in (STOP_STUDENT_FAILED, STOP_TUTOR_FAILED) or bool(error) or bool(kind)
 
 
 def count_words(text: str | None) -> int:

@@ -1,7 +1,8 @@
 """The functions and classes that the task YAMLs under ``edufair/`` name with ``!function``.
 They live in ``edufair_metrics``; this module only gives them stable names for the YAMLs."""
 
-from edufair_metrics.analysis.aggregations import (
+from edufair_metrics.lmeval.aggregations import (
+    agg_call_counts,
     agg_conv_abs_r,
     agg_missing_label_rate,
     agg_ped_abs_r,
@@ -12,10 +13,10 @@ from edufair_metrics.analysis.aggregations import (
     count,
     nanmean,
 )
-from edufair_metrics.lmeval.task import HARNESS_PLACEHOLDER, EduFairTask, JudgeFilter, agg_call_counts, process_results
+from edufair_metrics.lmeval.task import HARNESS_PLACEHOLDER, EduFairTask
 
 __all__ = [
-    "EduFairTask", "JudgeFilter", "process_results", "HARNESS_PLACEHOLDER",
+    "EduFairTask", "HARNESS_PLACEHOLDER",
     "agg_ped_abs_r", "agg_conv_abs_r", "agg_violations", "agg_ped_excess_abs_r", "agg_violations_fdr", "agg_missing_label_rate", "count", "nanmean",
     "complete_dialogues", "agg_call_counts",
 ]

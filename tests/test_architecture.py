@@ -4,7 +4,7 @@ Layers, inner to outer::
 
     shared root modules (errors, io, records, failures, cache, settings, scores, provenance,
     preflight, the package __init__)
-      < protocol < bank < dialogue < judge < analysis < report        (the core stages)
+      < protocol < bank < dialogue < detectors < judge < runlog < run < analysis < report   (the core stages)
     lmeval   the ONLY place that touches lm-eval internals; may use every core stage
     local    may use the core stages and lmeval (tasks_path), never cli
     cli      may use everything
@@ -31,7 +31,7 @@ PKG_DIR = REPO / PKG
 TASKS_PKG_DIR = REPO / "lm_eval_tasks"
 
 # Core stage subpackages, inner to outer: a stage may import only stages at or below its rank.
-STAGES = ("protocol", "bank", "dialogue", "detectors", "judge", "analysis", "report")
+STAGES = ("protocol", "bank", "dialogue", "detectors", "judge", "runlog", "run", "analysis", "report")
 ROOT = "<root>"  # the shared top-level modules of edufair_metrics (rank 0, below every stage)
 RANK = {ROOT: 0, **{stage: i + 1 for i, stage in enumerate(STAGES)}}
 CORE = frozenset(RANK)
@@ -44,7 +44,8 @@ KNOWN_SUBPACKAGES = frozenset(STAGES + OUTER)
 # ``import lm_eval`` (as edufair_metrics/report/write.py:versions() did when this test was
 # written) is reported like any other.
 ALLOWED_LM_EVAL_IMPORTS: dict[str, str] = {
-    # "edufair_metrics/some/file.py": "reason",
+    "edufair_metrics/runlog/layout.py": "reads the model_args lm-eval writes into results files with lm-eval's own "
+                                        "parser (lm_eval.utils.simple_parse_args_string), lazily",
 }
 
 
@@ -159,7 +160,8 @@ def test_the_import_scan_sees_the_package():
     # A function-level import and a module-level one that must be seen.
     found = {(imp.file, imp.target) for _, imp in ALL_IMPORTS}
     assert ("edufair_metrics/lmeval/task.py", "lm_eval.api.task") in found
-    assert ("edufair_metrics/lmeval/task.py", "lm_eval.filters") in found  # inside override_metric
+    assert ("edufair_metrics/lmeval/models.py", "torch") in found  # inside HarnessModel.generate
+    assert ("edufair_metrics/runlog/layout.py", "lm_eval.utils") in found  # inside tutor_name
 
 
 def test_every_subpackage_is_classified():
@@ -229,7 +231,7 @@ def test_outer_layers(src, forbidden):
 
 
 def test_stage_order():
-    """shared root < protocol < bank < dialogue < judge < analysis < report: lower never imports higher."""
+    """shared root < protocol < ... < runlog < run < analysis < report: lower never imports higher."""
     bad = []
     for path, imp in ALL_IMPORTS:
         src, dst = layer_of_file(path), layer_of_target(imp.target)
@@ -314,3 +316,43 @@ def test_every_function_tag_points_into_task_module():
     bad = [f"{p.relative_to(REPO)}:{n}: !function {ref}" for p in files for n, ref in _function_refs(p)
            if not (ref.startswith(TASK_MODULE + ".") and ref.count(".") == TASK_MODULE.count(".") + 1)]
     assert not bad, f"every !function must name a top-level attribute of {TASK_MODULE}:\n  " + "\n  ".join(bad)
+
+
+# ---- one home for lm-eval's output layout and for the detectors' use ---------------------------
+
+_LAYOUT_CALLS = {"glob", "rglob", "compile", "match", "fullmatch", "search", "fnmatch", "iglob"}
+
+
+def _layout_patterns(path: Path) -> list[tuple[int, str]]:
+    """(line, pattern) of every glob / regex call whose literal pattern names lm-eval's output
+    files (``samples_*`` / ``results_*``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        arg = node.args[0]
+        if name in _LAYOUT_CALLS and isinstance(arg, ast.Constant) and isinstance(arg.value, str) \
+                and re.search(r"(samples|results)_", arg.value):
+            out.append((node.lineno, arg.value))
+    return out
+
+
+def test_only_runlog_knows_lm_evals_output_files():
+    """Finding or matching ``samples_*.jsonl`` / ``results_*.json`` is edufair_metrics/runlog/'s job
+    (layout.py); everything else asks it (load_runs, record_files, newest_outputs, find_samples)."""
+    bad = [f"{f.relative_to(REPO)}:{line}: {pattern!r}" for f in PY_FILES if layer_of_file(f) != "runlog"
+           for line, pattern in _layout_patterns(f)]
+    assert not bad, "lm-eval's output layout outside edufair_metrics/runlog/:\n  " + "\n  ".join(bad)
+    assert _layout_patterns(PKG_DIR / "runlog" / "layout.py"), "the check sees no pattern in runlog/layout.py itself"
+
+
+def test_report_never_calls_the_detectors():
+    """Detector metrics are part of every record (runlog builds and completes them); reports read
+    them, and the judge-validity analyses that need the detectors live in analysis/."""
+    bad = [(imp, "report/ imports the detectors") for path, imp in ALL_IMPORTS
+           if layer_of_file(path) == "report" and layer_of_target(imp.target) == "detectors"]
+    if bad:
+        pytest.fail(_report(bad, "edufair_metrics/report must not import edufair_metrics.detectors"), pytrace=False)

@@ -14,7 +14,8 @@ import pytest
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
-from edufair_metrics.failures import CallCounts, CallFailure, FailureKind, call_counts_markdown, classify, describe, kind_for_status
+from edufair_metrics.failures import CallCounts, CallFailure, FailureKind, classify, describe, kind_for_status
+from edufair_metrics.report.failures import call_counts_markdown
 
 # the HTTP library of the installed openai client (openai>=3 ships it as httpx2)
 httpx = importlib.import_module("httpx2" if importlib.util.find_spec("httpx2") else "httpx")

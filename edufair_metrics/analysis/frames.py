@@ -1,5 +1,5 @@
 """Per-dialogue scores as pandas frames, the input of the statistics. Accept runs (anything with
-``.scores``, a list of DialogueScores, and ``.stop_reasons``) or DialogueScores."""
+``.scores``, a list of DialogueScores) or DialogueScores."""
 
 from __future__ import annotations
 
@@ -40,19 +40,14 @@ def dialogue_frame(runs_or_scores: Iterable[Any]):
     descriptive view."""
     import pandas as pd
 
-    rows: list[tuple[DialogueScores, str | None]] = []
+    rows: list[DialogueScores] = []
     for x in runs_or_scores:
-        if not isinstance(x, DialogueScores):  # a run: its dialogues with their stop reasons
-            stops = x.stop_reasons if len(x.stop_reasons) == len(x.scores) else [None] * len(x.scores)
-            rows.extend(zip(x.scores, stops))
-        else:
-            rows.append((x, None))
+        rows.extend([x] if isinstance(x, DialogueScores) else x.scores)
     meta_cols = ["tutor", "task", "domain", "condition", "dimension", "level", "question_id", "stop_reason", "failed"]
     if not rows:
         return pd.DataFrame(columns=meta_cols + list(ALL_METRICS))
-    meta = pd.DataFrame([{**{c: getattr(s, c) for c in meta_cols[:-2]}, "stop_reason": stop, "failed": bool(s.failed)}
-                         for s, stop in rows])
-    vals = pd.DataFrame([s.scores for s, _ in rows], dtype=float).reindex(columns=list(ALL_METRICS))
+    meta = pd.DataFrame([{**{c: getattr(s, c) for c in meta_cols[:-1]}, "failed": bool(s.failed)} for s in rows])
+    vals = pd.DataFrame([s.scores for s in rows], dtype=float).reindex(columns=list(ALL_METRICS))
     out = pd.concat([meta, vals], axis=1)
     out["question_id"] = out["question_id"].astype(str)
     return out

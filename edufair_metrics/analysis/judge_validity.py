@@ -30,18 +30,20 @@ Judge vs detector (answer leakage)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any, Sequence
 
 from edufair_metrics.analysis.agreement import DEFAULT_AGREEMENT_N_BOOT, agreement
-from edufair_metrics.analysis.stats import MEANINGFUL_R
-from edufair_metrics.detectors import detector_scores, leaks_answer
+from edufair_metrics.analysis.frames import scores_frame
+from edufair_metrics.analysis.stats import MEANINGFUL_R, contrast_grid
+from edufair_metrics.detectors import DETECTOR_METRICS, detect_turns, leaks_answer
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.records import (
     JUDGE_FIELD_FOR_METRIC,
     JUDGE_OK,
     PEDAGOGICAL_METRICS,
+    DialogueRecord,
     DialogueScores,
-    Transcript,
     TurnJudgement,
 )
 
@@ -50,33 +52,16 @@ DISAGREEMENT_METRIC = "leak_disagreement"
 GRID_KEYS = ["tutor", "domain", "condition", "contrast", "dimension", "kind", "pair", "a", "b", "metric"]
 
 
-@dataclass
-class JudgedDialogue:
-    """One stored dialogue with its judge labels, scores and (when the samples line has them) gold
-    answer forms."""
-
-    transcript: Transcript
-    judgements: list[TurnJudgement]
-    scores: DialogueScores
-    answer_forms: list[str] | None = None
-    where: str = ""
-
-    @property
-    def key(self) -> tuple[str, str, str, str]:
-        t = self.transcript
-        return (t.task or self.scores.task, t.condition, t.level, str(t.question_id))
-
-
 # ---- second judge -------------------------------------------------------------------------------
 
 
-def match_judgings(a: Sequence[JudgedDialogue], b: Sequence[JudgedDialogue]) -> list[tuple[JudgedDialogue, JudgedDialogue]]:
+def match_judgings(a: Sequence[DialogueRecord], b: Sequence[DialogueRecord]) -> list[tuple[DialogueRecord, DialogueRecord]]:
     """Pairs of the same dialogue judged twice; an error when the two sets differ."""
-    def index(ds: Sequence[JudgedDialogue], name: str) -> dict[tuple, JudgedDialogue]:
-        out: dict[tuple, JudgedDialogue] = {}
+    def index(ds: Sequence[DialogueRecord], name: str) -> dict[tuple, DialogueRecord]:
+        out: dict[tuple, DialogueRecord] = {}
         for d in ds:
             if d.key in out:
-                raise EduFairError(f"{name}: dialogue {'/'.join(d.key)} appears twice ({out[d.key].where} and {d.where})")
+                raise EduFairError(f"{name}: dialogue {'/'.join(d.key)} appears twice")
             out[d.key] = d
         return out
 
@@ -92,7 +77,7 @@ def match_judgings(a: Sequence[JudgedDialogue], b: Sequence[JudgedDialogue]) -> 
         ta = [t.text for t in da.transcript.turns if t.role == "tutor"]
         tb = [t.text for t in db.transcript.turns if t.role == "tutor"]
         if ta != tb:
-            raise EduFairError(f"dialogue {'/'.join(key)} has different tutor turns in the two runs ({da.where} vs {db.where}); "
+            raise EduFairError(f"dialogue {'/'.join(key)} has different tutor turns in the two runs; "
                                "compare two judgings of the same transcripts")
         pairs.append((da, db))
     return pairs
@@ -107,7 +92,7 @@ def _label(j: TurnJudgement | None, field: str) -> int | None:
     return None if v is None or v == -1 else int(v)
 
 
-def second_judge_agreement(pairs: Sequence[tuple[JudgedDialogue, JudgedDialogue]], *,
+def second_judge_agreement(pairs: Sequence[tuple[DialogueRecord, DialogueRecord]], *,
                            n_boot: int = DEFAULT_AGREEMENT_N_BOOT, seed: int = 0) -> list[dict[str, Any]]:
     """Per metric (the five pedagogical metrics, then student_mistake_prev_turn): turn-level
     agreement of judge A with judge B, with the turns each judge left missing or N/A."""
@@ -156,11 +141,12 @@ def contrast_comparison(grid_a, grid_b, *, metric_kinds: Sequence[str] = ("pedag
 # ---- judge vs detector --------------------------------------------------------------------------
 
 
-def leak_turn_rows(dialogues: Sequence[JudgedDialogue]) -> list[dict[str, Any]]:
+def leak_turn_rows(dialogues: Sequence[DialogueRecord]) -> list[dict[str, Any]]:
     """One row per tutor turn with an ``ok`` judge label and known gold forms: judge vs detector."""
     rows = []
     for d in dialogues:
-        if not d.answer_forms:
+        forms = d.document.answer_forms
+        if not forms:
             continue
         t = d.transcript
         question = next((x.text for x in t.turns if x.role == "question"), None)
@@ -171,22 +157,31 @@ def leak_turn_rows(dialogues: Sequence[JudgedDialogue]) -> list[dict[str, Any]]:
                 continue
             rows.append({"tutor": d.scores.tutor, "domain": t.domain, "condition": t.condition, "dimension": t.dimension,
                          "level": t.level, "question_id": str(t.question_id), "turn_index": i, "judge_leak": judged,
-                         "detector_leak": int(leaks_answer(t.turns[i].text, d.answer_forms, t.domain, question=question))})
+                         "detector_leak": int(leaks_answer(t.turns[i].text, forms, t.domain, question=question))})
     return rows
+
+
+LEVEL_KEYS = ("tutor", "domain", "condition", "dimension", "level")
 
 
 def detector_agreement_by_level(rows: list[dict[str, Any]], *, n_boot: int = DEFAULT_AGREEMENT_N_BOOT, seed: int = 0):
     """Per (tutor, domain, condition, dimension, level): n turns, judge and detector leak rates,
     percent agreement, Cohen's κ and Krippendorff's α with bootstrap CIs."""
+    groups: dict[tuple, tuple[list[int], list[int]]] = {}
+    for r in rows:
+        judge, det = groups.setdefault(tuple(r[k] for k in LEVEL_KEYS), ([], []))
+        judge.append(r["judge_leak"])
+        det.append(r["detector_leak"])
+    return _agreement_by_group(groups, n_boot=n_boot, seed=seed)
+
+
+def _agreement_by_group(groups: dict[tuple, tuple[list[int], list[int]]], *, n_boot: int, seed: int):
     import pandas as pd
 
-    keys = ["tutor", "domain", "condition", "dimension", "level"]
-    groups: dict[tuple, list[dict[str, Any]]] = {}
-    for r in rows:
-        groups.setdefault(tuple(r[k] for k in keys), []).append(r)
+    keys = list(LEVEL_KEYS)
     out = []
-    for key, rs in sorted(groups.items()):
-        ag = agreement([r["judge_leak"] for r in rs], [r["detector_leak"] for r in rs], n_boot=n_boot, seed=seed)
+    for key, (judge, det) in sorted(groups.items()):
+        ag = agreement(judge, det, n_boot=n_boot, seed=seed)
         row = dict(zip(keys, key))
         row.update(ag.as_row("answer_leakage", "judge", "detector"))
         out.append(row)
@@ -196,23 +191,24 @@ def detector_agreement_by_level(rows: list[dict[str, Any]], *, n_boot: int = DEF
     return pd.DataFrame(out, columns=cols)
 
 
-def validity_scores(dialogues: Sequence[JudgedDialogue]) -> list[DialogueScores]:
-    """Per dialogue: the judged ``answer_leakage``, the detector metrics and ``leak_disagreement``
-    (NaN without gold forms or judged turns), as DialogueScores for ``contrast_grid``."""
+def validity_scores(dialogues: Sequence[DialogueRecord]) -> list[DialogueScores]:
+    """Per dialogue: the judged ``answer_leakage``, the detector metrics (the record's, computed
+    from its transcript) and ``leak_disagreement`` (NaN without gold forms or judged turns), as
+    DialogueScores for ``contrast_grid``."""
     out = []
     for d in dialogues:
         t = d.transcript
-        det = detector_scores(t, d.answer_forms)
+        forms = d.document.answer_forms
         by_index = {j.turn_index: j for j in d.judgements}
         question = next((x.text for x in t.turns if x.role == "question"), None)
         disagree = []
-        if d.answer_forms:
+        if forms:
             for i in t.tutor_turn_indices():
                 judged = _label(by_index.get(i), JUDGE_FIELD_FOR_METRIC["answer_leakage"])
                 if judged is not None:
-                    disagree.append(float(judged != int(leaks_answer(t.turns[i].text, d.answer_forms, t.domain, question=question))))
-        scores = {"answer_leakage": d.scores.scores.get("answer_leakage", NAN), "leak_rate_det": det["leak_rate_det"],
-                  "independence_ratio": det["independence_ratio"],
+                    disagree.append(float(judged != int(leaks_answer(t.turns[i].text, forms, t.domain, question=question))))
+        scores = {"answer_leakage": d.scores.scores.get("answer_leakage", NAN),
+                  **{m: d.scores.scores.get(m, NAN) for m in DETECTOR_METRICS},
                   DISAGREEMENT_METRIC: sum(disagree) / len(disagree) if disagree else NAN}
         out.append(DialogueScores(question_id=str(t.question_id), domain=t.domain, condition=t.condition, dimension=t.dimension,
                                   level=t.level, scores=scores, tutor=d.scores.tutor, task=t.task or d.scores.task,
@@ -243,18 +239,87 @@ def differential_error(grid):
     return out.sort_values(keys).reset_index(drop=True)
 
 
-def judge_validity_grid(dialogues: Sequence[JudgedDialogue], *, n_boot: int, seed: int, min_pairs: int, ses_summary: str,
+def judge_validity_grid(dialogues: Sequence[DialogueRecord], *, n_boot: int, seed: int, min_pairs: int, ses_summary: str,
                         keep_failed: bool = False):
     """The contrast grid of :func:`validity_scores` (judged leakage, detector metrics, disagreement);
     dialogues ended by a failed call are left out unless ``keep_failed`` (as in the report)."""
-    from edufair_metrics.analysis.frames import scores_frame
-    from edufair_metrics.analysis.stats import contrast_grid
-
     return contrast_grid(scores_frame(validity_scores(dialogues), keep_failed=keep_failed), n_boot=n_boot, seed=seed,
                          min_pairs=min_pairs, ses_summary=ses_summary)
 
 
+# ---- one pass over a run's records: what the report's judge-validity views need ---------------------
+
+NEXT_TURN_KEYS = LEVEL_KEYS
+
+
+@dataclass
+class ValidityScan:
+    """What the report derives from stored transcripts, accumulated one record at a time
+    (:meth:`add`, e.g. as ``runlog.load_runs``'s ``visit``) so that no transcript is kept: per
+    condition level the judge-vs-detector leak labels of every judged tutor turn, the next-turn
+    independence counts, and the per-dialogue scores of :func:`validity_scores`. ``validity``
+    False keeps only the next-turn counts."""
+
+    validity: bool = True
+    dialogues: int = 0
+    transcripts: int = 0
+    # (tutor, domain, condition, dimension, level) -> [leaking turns, of them followed by a reasoning
+    # attempt, non-leaking turns, of them followed by an attempt]
+    next_turn: dict[tuple, list[int]] = dataclass_field(default_factory=dict)
+    leak_labels: dict[tuple, tuple[list[int], list[int]]] = dataclass_field(default_factory=dict)  # judge, detector
+    scores: list[DialogueScores] = dataclass_field(default_factory=list)
+
+    def add(self, record: DialogueRecord) -> None:
+        self.dialogues += 1
+        if not record.has_transcript:
+            return
+        self.transcripts += 1
+        t, forms, tutor = record.transcript, record.document.answer_forms, record.scores.tutor
+        key = (tutor, t.domain, t.condition, t.dimension, t.level)
+        if forms:  # without gold forms a leak cannot be detected
+            counts = self.next_turn.setdefault(key, [0, 0, 0, 0])
+            for _, leaked, attempts in detect_turns(t, forms).next_turn:
+                k = 0 if leaked else 2
+                counts[k] += 1
+                counts[k + 1] += int(attempts)
+        if self.validity:
+            for row in leak_turn_rows([record]):
+                judge, det = self.leak_labels.setdefault(key, ([], []))
+                judge.append(row["judge_leak"])
+                det.append(row["detector_leak"])
+            self.scores.extend(validity_scores([record]))
+
+    def by_level(self, *, n_boot: int = DEFAULT_AGREEMENT_N_BOOT, seed: int = 0):
+        """:func:`detector_agreement_by_level` of every turn seen."""
+        return _agreement_by_group(self.leak_labels, n_boot=n_boot, seed=seed)
+
+
+def next_turn_table(scans: Sequence[ValidityScan], by: tuple[str, ...] = NEXT_TURN_KEYS):
+    """Next-turn independence per ``by`` group (a subset of ``NEXT_TURN_KEYS``; default all):
+    tutor turns that leaked / did not (detector ``leaks_answer``), the share of each whose next
+    student turn attempts reasoning (``attempts_reasoning``), and the difference after leak − after
+    non-leak (NaN when a side has no turn). Dialogues without gold forms are not counted."""
+    import pandas as pd
+
+    pos = [NEXT_TURN_KEYS.index(k) for k in by]
+    groups: dict[tuple, list[int]] = {}
+    for scan in scans:
+        for key, c in scan.next_turn.items():
+            g = groups.setdefault(tuple(key[i] for i in pos), [0, 0, 0, 0])
+            for i in range(4):
+                g[i] += c[i]
+    rows = []
+    for key, (ln, la, nn, na) in sorted(groups.items()):
+        a = la / ln if ln else NAN
+        b = na / nn if nn else NAN
+        rows.append({**dict(zip(by, key)), "leaking_turns": ln, "independence_after_leak": a, "non_leaking_turns": nn,
+                     "independence_after_nonleak": b, "difference": a - b if ln and nn else NAN})
+    cols = list(by) + ["leaking_turns", "independence_after_leak", "non_leaking_turns", "independence_after_nonleak",
+                       "difference"]
+    return pd.DataFrame(rows, columns=cols)
+
+
 __all__ = [
-    "DISAGREEMENT_METRIC", "JudgedDialogue", "contrast_comparison", "detector_agreement_by_level", "differential_error",
+    "DISAGREEMENT_METRIC", "NEXT_TURN_KEYS", "ValidityScan", "next_turn_table", "contrast_comparison", "detector_agreement_by_level", "differential_error",
     "judge_validity_grid", "leak_turn_rows", "match_judgings", "second_judge_agreement", "validity_scores",
 ]

@@ -23,7 +23,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from edufair_metrics.report.compare import run_compare
-    from edufair_metrics.report.runs import load_run
+    from edufair_metrics.runlog import load_run
     from edufair_metrics.report.write import timestamped_dir
 
     params = stat_params(args)

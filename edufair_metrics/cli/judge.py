@@ -1,6 +1,7 @@
 """``edufair judge``: re-judge stored transcripts from lm-eval samples files without regenerating.
 
-See ``edufair_metrics/judge/rejudge.py``; inputs are never modified.
+See ``edufair_metrics/runlog/rejudge.py``: the output folder is a run folder that every command reads;
+inputs are never modified.
 """
 
 from __future__ import annotations
@@ -20,15 +21,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from edufair_metrics.cache import CachePolicy
-    from edufair_metrics.judge.rejudge import rejudge_samples
-    from edufair_metrics.judge.run import format_missing_summary
-
     from edufair_metrics.cli._common import judge_cli_settings
+    from edufair_metrics.judge.run import format_missing_summary
+    from edufair_metrics.judge.settings import load_judge_settings
+    from edufair_metrics.runlog.rejudge import rejudge_samples
 
-    cli = judge_cli_settings(args)
+    settings = load_judge_settings(cli=judge_cli_settings(args), config_path=args.judge_config)
     out_dir = Path(args.out)
-    res = rejudge_samples(args.inputs, out_dir, cli=cli, cache=CachePolicy.from_settings(args.cache),
-                          progress=not args.no_progress, config_path=args.judge_config)
+    cache = CachePolicy.from_settings(args.cache).open()
+    try:
+        res = rejudge_samples(args.inputs, out_dir, judge=settings, cache=cache, progress=not args.no_progress)
+    finally:
+        if cache is not None:
+            cache.close()
     print(format_missing_summary(f"{res.dialogues} dialogue(s) in {len(res.files)} file(s)", res.summary["by_level"], res.summary),
           file=sys.stderr)
     print(f"wrote {len(res.outputs)} samples file(s) and judge_summary.json to {out_dir}")

@@ -24,7 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from edufair_metrics.report.leaderboard import write_leaderboard
-    from edufair_metrics.report.runs import load_runs, parse_labels
+    from edufair_metrics.runlog import load_runs, parse_labels
     from edufair_metrics.report.write import timestamped_dir
 
     params = stat_params(args)

@@ -33,12 +33,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from edufair_metrics.report.runs import load_runs, parse_labels
-    from edufair_metrics.report.write import timestamped_dir, write_report
+    from edufair_metrics.report.write import read_report_inputs, timestamped_dir, write_report
+    from edufair_metrics.runlog import parse_labels
 
     params = stat_params(args)
-    runs = load_runs(args.inputs, parse_labels(args.label))
-    result = write_report(runs, args.out or timestamped_dir("report"), params, figures=not args.no_figures,
+    inputs = read_report_inputs(args.inputs, parse_labels(args.label))
+    result = write_report(inputs, args.out or timestamped_dir("report"), params, figures=not args.no_figures,
                           command=["edufair", "report", *map(str, args.inputs)], progress=sys.stderr.isatty(),
                           agreement_dir=args.judge_agreement, human_dir=args.human_agreement)
     print(f"edufair report: {result.line()}")

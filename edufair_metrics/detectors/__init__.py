@@ -37,6 +37,9 @@ from edufair_metrics.records import DOMAINS, STOP_STUDENT_FAILED, STOP_TUTOR_FAI
 # The per-dialogue detector metrics that get contrasts in the grid (a third metric kind); defined in
 # records next to the other metric vocabularies.
 from edufair_metrics.records import DETECTOR_METRICS  # noqa: E402
+# The version of the detectors' definitions: a stored record whose detector metrics come from
+# another version is completed (recomputed) when it is read (edufair_metrics.runlog.read).
+DETECTOR_VERSION = 1
 # Per-dialogue extras (too sparse for paired contrasts; reported as turn-level summaries).
 NEXT_TURN_METRICS = ("independence_after_leak", "independence_after_nonleak")
 
@@ -144,6 +147,6 @@ def next_turn_summary(rows: list[dict[str, Any]], by: tuple[str, ...] = ("condit
 
 
 __all__ = [
-    "DETECTOR_METRICS", "NEXT_TURN_METRICS", "TurnDetection", "attempts_reasoning", "detect_turns", "detector_dialogue_scores",
+    "DETECTOR_METRICS", "DETECTOR_VERSION", "NEXT_TURN_METRICS", "TurnDetection", "attempts_reasoning", "detect_turns", "detector_dialogue_scores",
     "detector_scores", "leaks_answer", "next_turn_rows", "next_turn_summary",
 ]

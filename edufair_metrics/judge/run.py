@@ -4,19 +4,25 @@ one dialogue in order (they share a prompt prefix), behind one progress bar."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from edufair_metrics.cache import CachePolicy, CallCache, canonical_json
-from edufair_metrics.errors import EduFairError
+from edufair_metrics.cache import CallCache, canonical_json
 from edufair_metrics.failures import CallCounts, FailureKind
 from edufair_metrics.judge.client import _Stats, judge_turn, make_client
 from edufair_metrics.judge.prompt import build_messages
-from edufair_metrics.judge.settings import JudgeSettings, load_judge_settings
-from edufair_metrics.records import JUDGE_MISSING, JUDGE_OK, STOP_STUDENT_FAILED, STOP_TUTOR_FAILED, Transcript, TurnJudgement
-from edufair_metrics.scores import score_dialogue
+from edufair_metrics.judge.settings import JudgeSettings
+from edufair_metrics.records import (
+    JUDGE_MISSING,
+    JUDGE_OK,
+    STOP_STUDENT_FAILED,
+    STOP_TUTOR_FAILED,
+    Transcript,
+    TurnJudgement,
+    failed_stage,
+)
+
 
 def summarize_judgements(judgements: list[list[TurnJudgement]]) -> dict[str, Any]:
     """{"turns", "ok", "cached", "missing", "missing_by_kind": {kind: n}}."""
@@ -133,29 +139,6 @@ class TurnCoalescer:
 
 
 
-def transcript_from_resp(resp: Any, where: str) -> Transcript:
-    first = resp[0] if isinstance(resp, (list, tuple)) else resp
-    try:
-        data = json.loads(first) if isinstance(first, str) else first
-        if not isinstance(data, dict) or "turns" not in data:
-            raise ValueError("not a transcript object")
-        return Transcript.from_dict(data)
-    except (ValueError, TypeError) as exc:
-        raise EduFairError(f"{where}: response is not a transcript JSON ({exc})") from exc
-
-
-def build_record(transcript: Transcript, judgements: list[TurnJudgement], judge_info: dict[str, Any] | None) -> dict[str, Any]:
-    scores = score_dialogue(transcript, judgements)
-    return {
-        "transcript": transcript.to_dict(),
-        "judgements": [j.to_dict() for j in judgements],
-        "scores": scores.to_dict(),
-        "flags": {"incomplete": not transcript.complete, "stop_reason": transcript.stop_reason, "error": transcript.error,
-                  "error_kind": transcript.error_kind},
-        "judge": judge_info,
-    }
-
-
 def missing_by_level(transcripts: list[Transcript], judgements: list[list[TurnJudgement]]) -> dict[str, dict[str, Any]]:
     """{"condition/level": {"turns", "missing", "reasons": {kind: n}, "incomplete_dialogues",
     "failed_dialogues": {"stage:kind": n}}}."""
@@ -176,11 +159,6 @@ def missing_by_level(transcripts: list[Transcript], judgements: list[list[TurnJu
     return dict(sorted(out.items()))
 
 
-def failed_stage(stop_reason: str) -> str:
-    """"student" or "tutor" for the two failure stop reasons."""
-    return "student" if stop_reason == STOP_STUDENT_FAILED else "tutor"
-
-
 def format_missing_summary(task: str, table: dict[str, dict[str, Any]], totals: dict[str, Any]) -> str:
     lines = [
         f"[edufair judge] {task or 'task'}: {totals.get('ok', 0)}/{totals.get('turns', 0)} tutor turns judged "
@@ -194,48 +172,3 @@ def format_missing_summary(task: str, table: dict[str, dict[str, Any]], totals: 
         fails = f" failed dialogues [{fails}]" if fails else ""
         lines.append(f"  {key}: missing {row['missing']}/{row['turns']}{extra}{inc}{fails}")
     return "\n".join(lines)
-
-
-def judge_records(
-    transcripts: list[Transcript],
-    judge: dict[str, Any] | None = None,
-    enabled: bool = True,
-    cache: CachePolicy | None = None,
-    progress: bool = True,
-    cli: dict[str, Any] | None = None,
-    summary: dict[str, Any] | None = None,
-    config_path: str | None = None,
-) -> list[dict[str, Any]]:
-    """Judge and score ``transcripts``; returns one record per transcript (shared by the filter
-    and ``edufair judge``)."""
-    masked = None
-    if enabled:
-        settings = load_judge_settings(metadata=judge, cli=cli, config_path=config_path)
-        judged = transcripts
-        if settings.mask_cues:  # condition-blind judging; the records keep the original text
-            from edufair_metrics.protocol.cues import mask_transcript
-
-            masked = [mask_transcript(t) for t in transcripts]
-            judged = [m.transcript for m in masked]
-        store = (cache or CachePolicy.from_settings(None)).open()
-        try:
-            judgements = judge_transcripts(judged, settings, cache=store, progress=progress, summary=summary)
-        finally:
-            if store is not None:
-                store.close()
-        info = settings.public_dict()
-        if masked is not None and summary is not None:
-            summary["masked_cues"] = sum(m.masked for m in masked)
-    else:
-        judgements = [missing_judgements(t, FailureKind.JUDGE_DISABLED, "judge disabled") for t in transcripts]
-        info = {"enabled": False}
-        if summary is not None:
-            summary.update(summarize_judgements(judgements))
-            summary["calls"] = CallCounts("judge").to_dict()  # no judge call was made
-    if summary is not None:
-        summary["by_level"] = missing_by_level(transcripts, judgements)
-    records = [build_record(t, js, info) for t, js in zip(transcripts, judgements)]
-    if masked is not None:  # per dialogue in flags, not in "judge" (that must be equal across records)
-        for rec, m in zip(records, masked):
-            rec["flags"]["masked_cues"] = m.masked
-    return records

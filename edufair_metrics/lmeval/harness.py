@@ -7,10 +7,14 @@ Contract tests: ``tests/lmeval/test_contracts.py``.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from typing import Any
+from urllib.parse import urlsplit
 
+from edufair_metrics.cache import model_identity
 from edufair_metrics.errors import EduFairError
+from edufair_metrics.lmeval.lm import is_api_model, prompt_text, unwrap
 
 log = logging.getLogger("edufair")
 
@@ -40,19 +44,6 @@ def _evaluate_lm_on_stack():
             return frame.f_locals.get("lm")
         frame = frame.f_back
     return None
-
-
-def unwrap(lm):
-    """The model inside lm-eval's CachingLM (``--use_cache``), or ``lm`` itself."""
-    from lm_eval.api.model import CachingLM
-
-    return lm.lm if isinstance(lm, CachingLM) else lm
-
-
-def is_api_model(lm) -> bool:
-    from lm_eval.models.api_models import TemplateAPI
-
-    return isinstance(unwrap(lm), TemplateAPI)
 
 
 def warn_if_unbatched(lm) -> None:
@@ -87,8 +78,6 @@ def install_excepthook() -> None:
     """Under the lm_eval CLI an EduFair input error reaches the top level: print it as one line
     (exit status 1) instead of a traceback. ``EDUFAIR_TRACEBACK=1`` shows the traceback too.
     Installed once per process, when the first EduFair task is built."""
-    import os
-
     if getattr(sys.excepthook, "edufair", False):
         return
     previous = sys.excepthook
@@ -116,8 +105,6 @@ def answer_placeholders_locally(lm, placeholder_prompt: str) -> None:
     the harness LM. For EduFair documents that request carries only a placeholder prompt: answer
     it here, without any model call, and pass every other request (other tasks in the same run)
     through. Installed once per LM object; safe to call for several tasks."""
-    from edufair_metrics.lmeval.models import prompt_text
-
     prompts = getattr(lm, "_edufair_placeholder_prompts", None)
     if prompts is not None:
         prompts.add(placeholder_prompt)
@@ -149,8 +136,6 @@ def tutor_identity(lm, metadata_args: dict[str, Any] | None) -> tuple[dict[str, 
     ``simple_evaluate(model=<LM object>)`` or a custom TaskManager it holds none of them, and two
     different tutors would share cache keys. With no identity at all the caller must not cache.
     """
-    from edufair_metrics.cache import model_identity
-
     real = unwrap(lm)
     facts = _identity_facts(real)
     if facts:
@@ -204,8 +189,6 @@ def _endpoint_identity(base_url: str | None) -> str | None:
     is left out (``edufair demo`` picks a free port each run, and the cache must still hit)."""
     if not base_url:
         return None
-    from urllib.parse import urlsplit
-
     parts = urlsplit(str(base_url))
     host = (parts.hostname or "").lower()
     netloc = "loopback" if host in _LOOPBACK_HOSTS else parts.netloc.lower()

@@ -10,17 +10,21 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+import lm_eval.models  # noqa: F401  (registers the built-in models before get_model)
+from lm_eval.api.instance import Instance
+from lm_eval.api.registry import get_model
+from lm_eval.utils import simple_parse_args_string
+
 from edufair_metrics.cache import model_identity
 from edufair_metrics.errors import EduFairError
+from edufair_metrics.failures import CallFailure, FailureKind, classify
 from edufair_metrics.lmeval import quiet_request_bars
-from edufair_metrics.lmeval.harness import is_api_model, unwrap
+from edufair_metrics.lmeval.lm import is_api_model, is_api_model_class, prompt_text, unwrap
 
 
 def parse_model_args(model_args: dict[str, Any] | str | None) -> dict[str, Any]:
     """``--model_args``-style ``a=1,b=x`` strings or mappings, as lm-eval parses them."""
     if isinstance(model_args, str):
-        from lm_eval.utils import simple_parse_args_string
-
         return simple_parse_args_string(model_args)
     return dict(model_args or {})
 
@@ -32,9 +36,6 @@ def identity(kind: str, model_args: dict[str, Any] | str | None) -> dict[str, An
 def model_class(name: str):
     """The lm-eval model class registered as ``name`` (raises a one-line error when unknown, or when
     its backend package is missing: lm-eval imports backends lazily)."""
-    import lm_eval.models  # noqa: F401  (registers the built-in models before get_model)
-    from lm_eval.api.registry import get_model
-
     try:
         return get_model(name)
     except (KeyError, ValueError) as exc:
@@ -55,19 +56,10 @@ def build_student(cfg: dict[str, Any]):
 
 def endpoint_of(model_name: str, model_args: dict[str, Any] | str | None) -> str | None:
     """The ``base_url`` of an lm-eval API model (local-chat-completions, ...); None for others."""
-    from lm_eval.models.api_models import TemplateAPI
-
-    cls = model_class(model_name)
-    if not (isinstance(cls, type) and issubclass(cls, TemplateAPI)):
+    if not is_api_model_class(model_class(model_name)):
         return None
     url = parse_model_args(model_args).get("base_url")
     return str(url) if url else None
-
-
-def prompt_text(ctx) -> str:
-    """The rendered prompt as text: a chat string (hf, vllm) or the JSON messages of an API model
-    (lm-eval's JsonChatStr, whose ``str()`` is a repr with escapes)."""
-    return ctx.prompt if hasattr(ctx, "prompt") else str(ctx)
 
 
 class HarnessModel:
@@ -129,8 +121,6 @@ class HarnessModel:
         every answer that did arrive was passed to ``on_answer(prompt_text, answer)`` first, as
         soon as it arrived. ``retry``: a request sent again after a failed answer goes past
         lm-eval's CachingLM (``--use_cache``), which stores failed answers such as ``""`` too."""
-        from lm_eval.api.instance import Instance
-
         gen_kwargs = dict(gen_kwargs)
         if "seed" in gen_kwargs and _is_hflm(self.real):
             # HFLM passes generation kwargs to transformers' generate, which has no per-request
@@ -163,8 +153,6 @@ class _AttemptCounter:
         self.active = counts is not None and is_api_model(real_lm)
 
     def _record(self, exc: BaseException | None) -> None:
-        from edufair_metrics.failures import FailureKind, classify
-
         self.counts.add(http_attempts=1)
         if exc is not None:
             self.counts.http_attempt_failed(classify(exc) or FailureKind.OTHER)
@@ -232,8 +220,6 @@ def check_completion_body(outputs: Any) -> None:
     """Raise a ``bad_body`` CallFailure unless every body has a non-empty ``choices`` list of
     objects, each with a ``message`` object (chat) or a ``text`` (completions). A null
     ``message.content`` is not a bad body: it is an empty answer."""
-    from edufair_metrics.failures import CallFailure, FailureKind
-
     if outputs == []:
         raise CallFailure(FailureKind.BAD_BODY, "response body is an empty list, not a completion")
     for body in outputs if isinstance(outputs, list) else [outputs]:

@@ -1,30 +1,30 @@
-"""The EduFair lm-eval task: a ConfigurableTask whose ``build_all_requests`` runs the paper's
-multi-turn tutoring dialogues with the harness's own LM as the tutor, and the judge filter.
+"""The EduFair lm-eval task: a ConfigurableTask that adapts lm-eval's task API to the harness-free
+:func:`edufair_metrics.run.run_task`.
 
 lm-eval 0.4.13 has no multi-turn API and hands no LM to tasks; ``build_all_requests`` is a public
 override point that receives ``--limit``, ``--samples``, rank and world size exactly as the harness
-intends. Each finished dialogue becomes one Instance whose first response is the transcript (JSON);
-the judge filter and ``process_results`` turn it into scores.
+intends. There the task finds the harness LM (the tutor), builds the student through lm-eval's
+registry and runs its documents with ``run_task`` (dialogues, judge, records). Each document's
+instance carries a short reference to its record as its response; lm-eval's ``take_first`` filter
+passes it on, and ``process_results`` turns the record into the task's metrics. The record itself
+reaches the samples file once, as the ``edufair_record`` metric value.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
-from typing import Any, Iterable
+from typing import Any
 
-from lm_eval.api.filter import Filter
+import datasets
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from edufair_metrics.cache import CachePolicy
-from edufair_metrics.dialogue import DialogueState
-from edufair_metrics.dialogue.generation import CachedGenerator
-from edufair_metrics.dialogue.loop import run_dialogues
 from edufair_metrics.errors import EduFairError
+from edufair_metrics.judge.run import format_missing_summary
 from edufair_metrics.judge.settings import load_judge_settings
 from edufair_metrics.lmeval import print_notices_once, quiet_request_bars
+from edufair_metrics.lmeval.aggregations import agg_call_counts, complete_dialogues, summed_call_counts
 from edufair_metrics.lmeval.harness import (
     answer_placeholders_locally,
     api_seed,
@@ -32,35 +32,28 @@ from edufair_metrics.lmeval.harness import (
     find_harness_lm,
     harness_seeds,
     install_excepthook,
-    is_api_model,
     tutor_identity,
-    unwrap,
     warn_if_unbatched,
 )
-from edufair_metrics.lmeval.models import HarnessModel, build_student, endpoint_of, identity, prompt_text
+from edufair_metrics.lmeval.lm import is_api_model, prompt_text, unwrap
+from edufair_metrics.lmeval.models import HarnessModel, build_student, endpoint_of, identity
 from edufair_metrics.preflight import check_output_path, check_reachable, openai_key_exposure, preflight_enabled
-from edufair_metrics.protocol import protocol_hash
-from edufair_metrics.provenance import record_provenance, run_provenance
-from edufair_metrics.records import ALL_METRICS, STOP_STUDENT_FAILED, STOP_TUTOR_FAILED, TASK_DOMAINS
+from edufair_metrics.records import ALL_METRICS, TASK_DOMAINS, DialogueRecord, nan_to_none
+from edufair_metrics.run import RoleModel, TaskSpec, run_task, task_documents
 from edufair_metrics.settings import reject_secrets_in_task_metadata, resolve_runner_settings
 
 log = logging.getLogger("edufair")
 
 HARNESS_PLACEHOLDER = "EduFair: this dialogue is finished; reply with one token."
-
-# task name -> run provenance, set by build_all_requests (the records of a task are scored in the
-# same process right after). Never holds secrets: identities are stripped of credentials.
-_RUN_PROVENANCE: dict[str, dict[str, Any]] = {}
-# task name -> per-role call counts (failures.CallCounts dicts) of this process: the tutor and
-# student ones set by build_all_requests, the judge's by JudgeFilter. Reported by the
-# `edufair_calls` metric and written into the task's config, so that retried and absorbed failures
-# are visible in results_*.json.
-_CALL_COUNTS: dict[str, dict[str, dict[str, Any]]] = {}
-# task name -> the task object of this process (its config receives the per-role call counts)
-_TASKS: dict[str, "EduFairTask"] = {}
+# An instance's response: a reference to its document's record (kept by the task object), so that
+# the dialogue is written once to the samples file (as the edufair_record metric), not again in
+# lm-eval's resps and filtered_resps.
+RECORD_REF = "edufair-record:{task}:{doc_id}"
 
 # task metadata keys that lm-eval adds and that are not tutor model arguments
 _NOT_MODEL_ARGS = ("edufair", "version", "config_source", "task", "group", "edufair_calls")
+# the per-document metrics the headline aggregations read (each gets the dialogue's scores)
+_SCORE_AGGREGATES = ("ped_abs_r", "conv_abs_r", "violations", "ped_excess_abs_r", "violations_fdr", "missing_label_rate")
 
 
 class EduFairTask(ConfigurableTask):
@@ -80,47 +73,34 @@ class EduFairTask(ConfigurableTask):
             raise EduFairError(f"{config.get('task')}: unknown domain '{self.domain}'")
         reject_secrets_in_task_metadata(config.get("metadata"))
         self.settings = resolve_runner_settings(yaml_block, config.get("metadata") or {})
-        # The judge filter gets the same merged settings; `enabled: false` records every label as
-        # missing (judge_disabled), e.g. for --predict_only.
-        for pipeline in config.get("filter_list") or []:
-            for step in pipeline.get("filter", []):
-                step["judge"] = {**(step.get("judge") or {}), **self.settings.judge}
-                step["enabled"] = self.settings.judge_enabled
-                step["cache"] = self.settings.cache.to_setting()
-        # Fail fast, before any dialogue runs, on a judge without endpoint and on unreachable
-        # student/judge endpoints (one line naming the endpoint).
-        judge_url = load_judge_settings(metadata=self.settings.judge).base_url if self.settings.judge_enabled else None
+        # The judge's settings, resolved and validated now: a judge without endpoint fails before
+        # any dialogue runs. `enabled: false` records every label as missing (judge_disabled).
+        self.judge_settings = load_judge_settings(metadata=self.settings.judge) if self.settings.judge_enabled else None
+        self._predict_only = False
+        self._records: dict[int, DialogueRecord] = {}
+        self._call_counts: dict[str, dict[str, Any]] = {}
+        self._calls_reported = False
+        # the metrics come from this class's process_results; a set config key keeps lm-eval from
+        # looking the metric names up in its registry (and the Hub's `evaluate`)
+        config["process_results"] = "process_results"
         super().__init__(config=config)  # loads the bank and checks the levels: static input first
+        # aggregated with this task's config at hand: the per-role counts go into configs.<task>.metadata
+        self._aggregation_list["edufair_calls"] = self.aggregate_call_counts
         check_output_path(evaluation_output_path())  # before any dialogue: results must be savable
         student = self.settings.student
         student_url = endpoint_of(student.model, student.model_args)  # also: is the student model known?
         if preflight_enabled(self.settings.preflight):
             check_reachable("edufair.student", student_url)
-            check_reachable("edufair.judge", judge_url)
+            check_reachable("edufair.judge", self.judge_settings.base_url if self.judge_settings else None)
 
     # ---- documents -------------------------------------------------------------------------
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs) -> None:
-        import datasets
+        found = task_documents(str(self.config.task), self.condition, self.domain, self.settings)
+        self._sample_provenance = found.sample
+        self._bank_file = found.bank_file
+        self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(found.documents)})
 
-        from edufair_metrics.bank import load_bank
-        from edufair_metrics.protocol import expand_documents
-
-        items = load_bank(self.domain, self.settings.bank_dir)
-        self._sample_provenance = None
-        if self.settings.sample is not None:
-            # the paper's fixed stratified subsample: the same questions for every tutor and condition
-            selected = self.settings.sample.select(items)
-            self._sample_provenance = self.settings.sample.provenance(items, selected)
-            items = selected
-        levels = list(self.settings.levels) if self.settings.levels is not None else None
-        docs = expand_documents(items, self.condition, levels)
-        if self.settings.placebo is not None:  # one level again, independent tutor sampling
-            docs = self.settings.placebo.expand(docs, str(self.config.task))
-        if not docs:
-            raise EduFairError(f"{self.config.task}: the bank for {self.domain} is empty")
-        self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(docs)})
-
-    # ---- the dialogue runner ---------------------------------------------------------------
+    # ---- the dialogues ---------------------------------------------------------------------
     def build_all_requests(
         self,
         *,
@@ -135,7 +115,8 @@ class EduFairTask(ConfigurableTask):
     ) -> None:
         tutor_lm = find_harness_lm(chat_template)
         warn_if_unbatched(tutor_lm)
-        student_url = endpoint_of(self.settings.student.model, self.settings.student.model_args)
+        student_cfg = self.settings.student
+        student_url = endpoint_of(student_cfg.model, student_cfg.model_args)
         exposed = openai_key_exposure({"tutor": getattr(unwrap(tutor_lm), "base_url", None) if is_api_model(tutor_lm) else None,
                                        "student": student_url})
         if exposed:
@@ -147,65 +128,48 @@ class EduFairTask(ConfigurableTask):
         doc_pairs = list(self.doc_iterator(rank=rank, limit=limit, samples=samples, world_size=world_size))
         if not doc_pairs:
             raise ValueError(f"{self.config.task}: no documents to run")
-        tutor_gk = dict(self.config.generation_kwargs or {})
-        student_cfg = self.settings.student
-        student_gk = dict(student_cfg.generation_kwargs)
         meta = self.config.metadata or {}
         tutor_id, tutor_id_source = tutor_identity(tutor_lm, {k: v for k, v in meta.items() if k not in _NOT_MODEL_ARGS})
-        student_id = identity(student_cfg.model, student_cfg.model_args)
-        cache = self.settings.cache.open()
-        tutor_cache = cache
-        if cache is not None and tutor_id is None:
-            tutor_cache = None
+        if tutor_id is None:
             log.warning("edufair: %s: the tutor (%s) has no identity EduFair can read (no model name, path or "
                         "model_args): its turns are not cached, so that another tutor can never receive them",
                         self.config.task, type(unwrap(tutor_lm)).__name__)
-        tutor_id = tutor_id or {"kind": type(unwrap(tutor_lm)).__name__, "model_args": {}}
-        tutor = CachedGenerator(HarnessModel(tutor_lm), "tutor", tutor_id, tutor_cache)
-        student = CachedGenerator(HarnessModel(build_student(student_cfg.to_dict())), "student", student_id, cache)
-        for generator in (tutor, student):
-            generator.model.counts = generator.counts  # HTTP attempts, incl. lm-eval's silent retries
-
-        from edufair_metrics.bank import bank_path
-        from edufair_metrics.judge.prompt import judge_prompts_path
-
-        _RUN_PROVENANCE[self.config.task] = run_provenance(
-            bank_file=bank_path(self.domain, self.settings.bank_dir),
-            domain=self.domain,
-            judge_prompts_file=judge_prompts_path(),
-            models={"tutor": {**tutor_id, "identity_source": tutor_id_source}, "student": student_id},
-            decoding={"tutor": tutor_gk, "student": student_gk},
-            max_tutor_turns=self.settings.max_tutor_turns,
+        spec = TaskSpec(
+            name=str(self.config.task), condition=self.condition, domain=self.domain,
+            tutor_gen_kwargs=dict(self.config.generation_kwargs or {}), system_instruction=system_instruction,
             seeds={**harness_seeds(), "tutor_api_seed": api_seed(tutor_lm)},
-            sample=getattr(self, "_sample_provenance", None),
+            sample=getattr(self, "_sample_provenance", None), bank_file=getattr(self, "_bank_file", None),
         )
-        states = [DialogueState(doc=doc) for _, doc in doc_pairs]
-        max_turns = self.settings.max_tutor_turns
-        log.info("edufair: %s: %d dialogues, up to %d tutor turns", self.config.task, len(states), max_turns)
+        tutor = RoleModel(HarnessModel(tutor_lm), tutor_id, tutor_id_source, kind=type(unwrap(tutor_lm)).__name__)
+        student = RoleModel(HarnessModel(build_student(student_cfg.to_dict())),
+                            identity(student_cfg.model, student_cfg.model_args))
+        judge = None if self._predict_only else self.judge_settings
+        cache = self.settings.cache.open()
+        if cache is not None:
+            print(f"edufair: {self.config.task}: call cache {cache.path}", file=sys.stderr, flush=True)
         try:
-            # one quiet block around the whole loop: with the overlap, calls of two threads would
+            # one quiet block around the whole run: with the overlap, calls of two threads would
             # otherwise restore lm-eval's per-call bars while the other call still runs
             with quiet_request_bars():
-                run_dialogues(tutor, student, states, max_tutor_turns=max_turns, tutor_gen_kwargs=tutor_gk,
-                              student_gen_kwargs=student_gk, system_instruction=system_instruction,
-                              label=self.config.task, overlap=self.settings.overlap)
+                result = run_task(spec, self.settings, [doc for _, doc in doc_pairs], tutor=tutor, student=student,
+                                  judge=judge, cache=cache, doc_ids=[doc_id for doc_id, _ in doc_pairs])
         finally:
             if cache is not None:
                 cache.close()
-            _TASKS[self.config.task] = self
-            _CALL_COUNTS.setdefault(self.config.task, {}).update(
-                {"tutor": tutor.counts.to_dict(), "student": student.counts.to_dict()})
+        print(format_missing_summary(spec.name, result.judge_summary["by_level"], result.judge_summary),
+              file=sys.stderr, flush=True)
+        self._records = {r.transcript.doc_id: r for r in result.records}
+        self._call_counts = result.call_counts
+        self._calls_reported = False
 
         repeats = self.config.repeats or 1
         # lm-eval makes one more generate_until call per document after this method returns. The
         # dialogue is already finished: that request carries a placeholder prompt and is answered
         # locally, without a model call (no cost, nothing to fail, nothing re-sent on a resume).
-        # The transcript is the instance's first response and, in full, in the samples file.
         done_ctx = tutor_lm.apply_chat_template([{"role": "user", "content": HARNESS_PLACEHOLDER}], add_generation_prompt=True)
         answer_placeholders_locally(tutor_lm, prompt_text(done_ctx))
         instances = []
-        for (doc_id, doc), state in zip(doc_pairs, states):
-            transcript = state.to_transcript(task=self.config.task, doc_id=doc_id)
+        for doc_id, doc in doc_pairs:
             inst = Instance(
                 request_type="generate_until",
                 doc=doc,
@@ -213,138 +177,54 @@ class EduFairTask(ConfigurableTask):
                 idx=0,
                 metadata=(self.config.task, doc_id, repeats),
             )
-            inst.resps.append(json.dumps(transcript.to_dict(), ensure_ascii=False))
+            inst.resps.append(RECORD_REF.format(task=self.config.task, doc_id=doc_id))
             instances.append(inst)
         self._instances = instances
 
     # ---- metrics ------------------------------------------------------------------------------
     def override_metric(self, metric_name: str) -> None:
         """``--predict_only`` replaces the metrics by "bypass": then generate transcripts only. The
-        judge is switched off (every label recorded missing, judge_disabled), and the full record
-        still lands in the samples file so that ``edufair judge`` can label it later."""
+        judge is off (every label recorded missing, judge_disabled), and the full record still lands
+        in the samples file so that ``edufair judge`` can label it later."""
         super().override_metric(metric_name)
         if metric_name != "bypass":
             return
-        from lm_eval.filters import build_filter_ensemble
-
-        from edufair_metrics.analysis.aggregations import complete_dialogues
-
         self._predict_only = True
-        pipelines = []
-        for pipeline in self.config.filter_list or []:
-            steps = []
-            for step in pipeline["filter"]:
-                step["enabled"] = False
-                steps.append([step["function"], {k: v for k, v in step.items() if k != "function"}])
-            pipelines.append(build_filter_ensemble(pipeline["name"], steps))
-        self._filters = pipelines
         self._aggregation_list["edufair_record"] = complete_dialogues
         self._higher_is_better["edufair_record"] = True
 
+    def record_of(self, response: Any) -> DialogueRecord:
+        """The record an instance's (filtered) response refers to."""
+        if isinstance(response, str) and response.startswith("edufair-record:"):
+            doc_id = int(response.rsplit(":", 1)[1])
+            if doc_id in self._records:
+                return self._records[doc_id]
+        raise EduFairError(f"{self.config.task}: the response {str(response)[:60]!r} is not one of this task's dialogue "
+                           "records (the task's filter must pass the first response on: take_first)")
+
     def process_results(self, doc, results):
-        out = process_results(doc, results)
-        if getattr(self, "_predict_only", False):
-            return {"bypass": None, "edufair_record": out["edufair_record"]}
+        """Per document: the full record for the samples file, each metric's value for its mean,
+        the scores for the bias aggregates, and (on the first document of each rank) the rank's
+        call counts, which ``aggregate_call_counts`` sums over ranks."""
+        record = self.record_of(results[0])
+        if self._predict_only:
+            return {"bypass": None, "edufair_record": record.to_dict()}
+        scores = record.scores.to_dict()
+        out: dict[str, Any] = {"edufair_record": record.to_dict()}
+        for metric in ALL_METRICS:
+            out[metric] = nan_to_none(record.scores.scores.get(metric))
+        for agg in _SCORE_AGGREGATES:
+            out[agg] = scores
+        out["edufair_calls"] = None if self._calls_reported else dict(self._call_counts)
+        self._calls_reported = True
+        # dialogues ended by a failed call (left out of the paired statistics by default)
+        out["failed_dialogues"] = int(record.scores.failed)
         return out
 
-
-def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
-    """Per document: the full record (transcript, judge labels, scores) for the samples file,
-    each of the nine scores for the per-metric means, and the score dict for the bias aggregates."""
-    record = results[0]
-    if isinstance(record, str):  # filter disabled: only the transcript is there
-        raise EduFairError("edufair tasks need the judge filter (filter_list) to produce scores")
-    record = dict(record)
-    task = (record.get("transcript") or {}).get("task") or ""
-    record.setdefault("provenance", record_provenance(record, _RUN_PROVENANCE.get(task), protocol_hash()))
-    scores = record["scores"]
-    out: dict[str, Any] = {"edufair_record": record}
-    for metric in ALL_METRICS:
-        out[metric] = scores["scores"].get(metric)
-    for agg in ("ped_abs_r", "conv_abs_r", "violations", "ped_excess_abs_r", "violations_fdr", "missing_label_rate"):
-        out[agg] = scores
-    out["edufair_calls"] = task  # aggregated once per task: agg_call_counts
-    # dialogues ended by a failed call (left out of the paired statistics by default)
-    out["failed_dialogues"] = int(bool(scores.get("failed")) or record["transcript"].get("stop_reason") in (STOP_STUDENT_FAILED, STOP_TUTOR_FAILED))
-    return out
-
-
-# Failures EduFair finds in an answer lm-eval returned as a success (an HTTP attempt that "worked")
-_ANSWER_KINDS = ("empty_output", "empty_visible_turn")
-
-
-def failed_attempts(counts: dict[str, Any]) -> int:
-    """Every failed attempt of one role: for an API model each failed HTTP attempt (lm-eval's own
-    retries included) plus each answer that arrived empty; else each failed send (the judge's
-    sends are its HTTP requests)."""
-    sends = counts.get("failed_attempts_by_kind") or {}
-    if int(counts.get("http_attempts") or 0) > 0:
-        http = sum(int(v) for v in (counts.get("http_failed_by_kind") or {}).values())
-        return http + sum(int(sends.get(k, 0)) for k in _ANSWER_KINDS)
-    return sum(int(v) for v in sends.values())
-
-
-def agg_call_counts(items: list[Any]) -> float:
-    """The ``edufair_calls`` metric: failed model-call attempts of the task, all roles, including
-    those a retry recovered (0 = the endpoints never failed). lm-eval's results hold scalars, so
-    the per-role counts (requests, cached, coalesced, distinct, sends, retried, recovered, failed
-    by kind, HTTP attempts) go into the task's config in the same results_*.json:
-    ``configs.<task>.metadata.edufair_calls`` (written before lm-eval dumps the config, which it
-    does right after the aggregations); `edufair report` shows them in failures.md. The items are
-    the task's name. Under lm-eval's rank/world-size sharding only rank 0's counts are here."""
-    tasks = sorted({str(x) for x in items if x})
-    total = 0
-    for task in tasks:
-        per_role = dict(_CALL_COUNTS.get(task, {}))
-        total += sum(failed_attempts(c) for c in per_role.values())
-        owner = _TASKS.get(task)
-        if owner is not None and isinstance(owner.config.metadata, dict):
-            owner.config.metadata["edufair_calls"] = per_role
-    return float(total)
-
-
-class JudgeFilter(Filter):
-    """lm-eval filter that judges every transcript of a task in one concurrent batch and attaches
-    per-dialogue scores.
-
-    YAML (the task injects the merged ``edufair.judge`` settings and the cache policy)::
-
-        filter_list:
-          - name: judged
-            filter:
-              - function: !function lm_eval_tasks.task.JudgeFilter
-                judge: {base_url: ..., model: ...}   # JudgeSettings overrides (optional)
-                enabled: true                          # false: every tutor turn missing (judge_disabled)
-                cache: {enabled: true, path: null}     # CachePolicy
-
-    ``apply(resps, docs)``: ``resps[i][0]`` is the JSON string (or dict) of ``Transcript.to_dict()``;
-    later elements are harness placeholders and are ignored. Returns one record per document
-    (see ``edufair_metrics.judge.run.build_record``). Failed dialogues are judged and scored on the
-    turns they have and flagged ``incomplete``. A summary of missing turns per level goes to stderr.
-    """
-
-    def __init__(self, judge: dict[str, Any] | None = None, enabled: bool = True, cache: dict[str, Any] | None = None,
-                 progress: bool = True, **kwargs) -> None:
-        super().__init__(**kwargs)
-        if judge is not None and not isinstance(judge, dict):
-            raise EduFairError(f"JudgeFilter: 'judge' must be a mapping of judge settings, got {type(judge).__name__}")
-        self.judge = judge
-        self.enabled = bool(enabled)
-        self.cache = CachePolicy.from_settings(cache)
-        self.progress = progress
-        self.last_summary: dict[str, Any] | None = None
-
-    def apply(self, resps: Iterable, docs: list[dict]) -> list[dict[str, Any]]:
-        from edufair_metrics.judge.run import format_missing_summary, judge_records, transcript_from_resp
-
-        resps = list(resps)
-        transcripts = [transcript_from_resp(r, f"document {i}") for i, r in enumerate(resps)]
-        summary: dict[str, Any] = {}
-        records = judge_records(transcripts, judge=self.judge, enabled=self.enabled, cache=self.cache,
-                                progress=self.progress, summary=summary)
-        self.last_summary = summary
-        task = next((t.task for t in transcripts if t.task), "")
-        if summary.get("calls"):
-            _CALL_COUNTS.setdefault(task, {})["judge"] = dict(summary["calls"])
-        print(format_missing_summary(task, summary["by_level"], summary), file=sys.stderr, flush=True)
-        return records
+    def aggregate_call_counts(self, items: list[Any]) -> float:
+        """The ``edufair_calls`` metric (:func:`edufair_metrics.lmeval.aggregations.agg_call_counts`),
+        and the per-role counts summed over ranks written into this task's config, which lm-eval
+        dumps into the results file right after the aggregations: ``configs.<task>.metadata.edufair_calls``."""
+        if isinstance(self.config.metadata, dict):
+            self.config.metadata["edufair_calls"] = summed_call_counts(items)
+        return agg_call_counts(items)

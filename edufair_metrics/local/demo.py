@@ -16,8 +16,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from edufair_metrics.analysis.params import StatParams
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.local.server import LocalServer
+from edufair_metrics.report.write import read_report_inputs, write_report
+from edufair_metrics.runlog import newest_outputs
 
 
 @dataclass(frozen=True)
@@ -129,13 +132,9 @@ def run_demo(opts: DemoOptions, make_server=LocalServer) -> Path:
             print(f"edufair demo: server ready at {server.base_url}", flush=True)
             run_all(server.base_url, server.model, server)
 
-    from edufair_metrics.analysis.params import StatParams
-    from edufair_metrics.report.runs import load_runs
-    from edufair_metrics.report.write import write_report
-
     report_dir = out / "report"
     print("edufair demo: writing the report ...", flush=True)
-    result = write_report(load_runs([str(out / "lm_eval")]), report_dir, StatParams(n_boot=opts.n_boot),
+    result = write_report(read_report_inputs([str(out / "lm_eval")]), report_dir, StatParams(n_boot=opts.n_boot),
                           command=["edufair", "demo"])
     print(f"edufair demo: report: {result.line()}", flush=True)
     print(closing_summary(out, report_dir, time.time() - started))
@@ -145,8 +144,7 @@ def run_demo(opts: DemoOptions, make_server=LocalServer) -> Path:
 def closing_summary(out: Path, report_dir: Path, seconds: float) -> str:
     """The few lines a newcomer needs after the demo: where everything is and what to open first."""
     lm_eval_dir = out / "lm_eval"
-    results = sorted(lm_eval_dir.glob("*/results_*.json"))
-    samples = sorted(lm_eval_dir.glob("*/samples_*.jsonl"))
+    results, samples = newest_outputs(lm_eval_dir)
     lines = [
         f"edufair demo: done in {seconds:.0f} s",
         f"  open first:  {_shown(report_dir / 'summary.md')}  (then tables.md, levels.md and the fig_*.png figures)",

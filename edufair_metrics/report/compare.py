@@ -6,11 +6,13 @@ import math
 from pathlib import Path
 
 from edufair_metrics.analysis.compare import CompareResult, compare_frames
+from edufair_metrics.analysis.frames import scores_frame
 from edufair_metrics.analysis.params import StatParams
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import atomic_write_json, atomic_write_text
 from edufair_metrics.report.tables import to_markdown
 from edufair_metrics.report.write import versions
+from edufair_metrics.runlog import domain_labels
 
 
 def run_compare(base, cand, out_dir: Path, params: StatParams, *, max_increase: float,
@@ -18,14 +20,11 @@ def run_compare(base, cand, out_dir: Path, params: StatParams, *, max_increase: 
     """Compare two loaded runs, write compare.csv/.md and a manifest into ``out_dir``; returns the
     result and the text to print. Raises EduFairError when nothing is computable (no evidence is
     not a pass)."""
-    from edufair_metrics.report.judge_validity import add_detector_scores
-
     params.validate()
     if not max_increase >= 0:
         raise EduFairError(f"--max-increase must be >= 0, got {max_increase}")
-    add_detector_scores([base, cand])  # judge-invariant metrics from the transcripts (own kind, not gated)
     keep = params.keep_failed_dialogues
-    res = compare_frames(base.frame(keep), cand.frame(keep), n_boot=params.n_boot, seed=params.seed, min_pairs=params.min_pairs,
+    res = compare_frames(scores_frame([base], keep_failed=keep), scores_frame([cand], keep_failed=keep), n_boot=params.n_boot, seed=params.seed, min_pairs=params.min_pairs,
                          ses_summary=params.ses_summary, max_increase=max_increase, new_violations=new_violations,
                          fdr_method=params.fdr_method)
     h = res.headline
@@ -39,8 +38,6 @@ def run_compare(base, cand, out_dir: Path, params: StatParams, *, max_increase: 
     cols = ["domain", "condition", "contrast", "metric", "abs_r_baseline", "abs_r_candidate", "delta",
             "delta_ci_low", "delta_ci_high", "delta_excess", "violation_baseline", "violation_candidate",
             "violation_fdr_baseline", "violation_fdr_candidate", "gate_violation"]
-    from edufair_metrics.report.runs import domain_labels
-
     labels = domain_labels([base, cand])  # "mathematics (GSM8K proxy)" where the bank says so
     table = res.units[cols].assign(domain=res.units["domain"].map(lambda d: labels.get(d, d)))
     head_line = (f"headline pedagogical |r̄|: baseline {h['baseline']:.3f} ({base.label}) -> candidate "

@@ -1,20 +1,34 @@
 """Judge validity on disk: the ``edufair judge-human`` and ``edufair agreement`` output folders,
-the reader of judged records (samples files with transcripts and judgements), and the "Judge
-validity" section of ``summary.md`` (:func:`judge_validity_markdown`). Every file is written
-atomically."""
+the comparison of two judgings (records read through ``runlog``), and the "Judge validity"
+section of ``summary.md`` (:func:`judge_validity_markdown`). Every file is written atomically."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edufair_metrics.io import atomic_write_json, atomic_write_text
+import pandas as pd
+
+from edufair_metrics.analysis.frames import scores_frame
+from edufair_metrics.analysis.human_agreement import HUMAN_AGREEMENT_COLUMNS, human_agreement_rows, label_rows
+from edufair_metrics.analysis.judge_validity import (
+    LEVEL_KEYS,
+    ValidityScan,
+    contrast_comparison,
+    differential_error,
+    judge_validity_grid,
+    match_judgings,
+    second_judge_agreement,
+)
+from edufair_metrics.analysis.stats import contrast_grid
+from edufair_metrics.errors import EduFairError
+from edufair_metrics.io import atomic_write_json, atomic_write_text, read_json
+from edufair_metrics.report.tables import fmt_signed, to_markdown
+from edufair_metrics.runlog import load_records
 
 
 def _csv(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
-    import pandas as pd
-
     return pd.DataFrame(rows, columns=columns).to_csv(index=False)
 
 
@@ -22,13 +36,9 @@ def write_human_agreement(out_dir: str | Path, items, judgements, *, judge_info:
                           summary: dict[str, Any] | None, n_boot: int, seed: int,
                           source: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """DIR/agreement.csv, DIR/labels.csv and DIR/judge_summary.json; returns the agreement rows."""
-    from edufair_metrics.analysis.human_agreement import HUMAN_AGREEMENT_COLUMNS, human_agreement_rows, label_rows
-
     out_dir = Path(out_dir)
     rows = human_agreement_rows(items, judgements, n_boot=n_boot, seed=seed)
     labels = label_rows(items, judgements)
-    import pandas as pd
-
     table = pd.DataFrame(labels)
     for col in table.columns:
         if col.endswith(("_human", "_judge")):
@@ -40,84 +50,6 @@ def write_human_agreement(out_dir: str | Path, items, judgements, *, judge_info:
         "bootstrap": {"n_boot": n_boot, "seed": seed, "ci": "95% percentile over responses"},
     })
     return rows
-
-
-# ---- reading judged dialogues -------------------------------------------------------------------
-
-
-def _has_results_json(path: Path) -> bool:
-    if path.is_file():
-        return path.name.startswith("results_") and path.suffix == ".json"
-    return any(p.name.startswith("results_") and p.suffix == ".json" for p in path.rglob("results_*.json"))
-
-
-def judged_samples_files(path: str | Path) -> tuple[str, list[Path]]:
-    """(label, samples files) of a judged run: an lm-eval output folder / model folder / results
-    JSON (the newest samples file per task, as ``edufair report`` reads it), or a folder of samples
-    files without results JSON (what ``edufair judge --out DIR`` writes), or one samples file."""
-    from edufair_metrics.errors import EduFairError
-    from edufair_metrics.judge.rejudge import find_samples
-    from edufair_metrics.report.runs import find_model_dirs, load_run
-
-    p = Path(path).expanduser()
-    if not p.exists():
-        raise EduFairError(f"no such file or directory: {p}")
-    if p.is_file() and p.name.startswith("samples_"):
-        return p.parent.name, [p]
-    if _has_results_json(p):
-        if len(find_model_dirs(p)) != 1:
-            raise EduFairError(f"{p} holds several model folders; pass one of them")
-        run = load_run(p)
-        return run.label, [run.samples_files[t] for t in sorted(run.samples_files)]
-    return p.name, find_samples([str(p)])
-
-
-def read_judged_dialogues(files: list[Path], tutor: str = "", *, allow_empty: bool = False):
-    """Every EduFair record of ``files`` as JudgedDialogue (transcript, judgements, scores, the
-    doc's gold answer forms); lines without a record are skipped. No record with a transcript is
-    an error unless ``allow_empty`` (then the list is empty)."""
-    from edufair_metrics.analysis.judge_validity import JudgedDialogue
-    from edufair_metrics.errors import EduFairError
-    from edufair_metrics.io import iter_jsonl
-    from edufair_metrics.records import DialogueScores, Transcript, TurnJudgement
-    from edufair_metrics.report.runs import RECORD_KEY
-
-    out = []
-    for f in files:
-        for lineno, obj in iter_jsonl(f):
-            rec = obj.get(RECORD_KEY) if isinstance(obj, dict) else None
-            if not isinstance(rec, dict) or not isinstance(rec.get("transcript"), dict):
-                continue
-            where = f"{f}:{lineno}"
-            try:
-                # records of older runs have no stop_reason ("" = unknown, as report.runs reads them)
-                transcript = Transcript.from_dict({"stop_reason": "", **rec["transcript"]})
-                judgements = [TurnJudgement.from_dict(j) for j in rec.get("judgements") or []]
-                scores = DialogueScores.from_dict(rec["scores"])
-            except (TypeError, ValueError, KeyError) as exc:
-                raise EduFairError(f"{where}: malformed EduFair record ({exc})") from exc
-            scores.tutor = tutor
-            doc = obj.get("doc") if isinstance(obj.get("doc"), dict) else {}
-            forms = doc.get("answer_forms")
-            forms = [str(x) for x in forms] if isinstance(forms, list) and forms else None
-            out.append(JudgedDialogue(transcript, judgements, scores, forms, where))
-    if not out and not allow_empty:
-        raise EduFairError(f"no EduFair records with transcripts in {', '.join(str(f) for f in files)}")
-    return out
-
-
-def load_judged(path: str | Path, tutor: str | None = None):
-    """(tutor label, JudgedDialogue list) of one judged run (see :func:`judged_samples_files`)."""
-    label, files = judged_samples_files(path)
-    label = tutor or label
-    return label, read_judged_dialogues(files, label)
-
-
-def judged_dialogues_of_run(run, *, allow_empty: bool = False):
-    """The JudgedDialogue list of a ``report.runs.Run`` (the samples files it was read from)."""
-    return read_judged_dialogues([run.samples_files[t] for t in sorted(run.samples_files)], run.label,
-                                 allow_empty=allow_empty)
-
 
 
 # ---- edufair agreement ----------------------------------------------------------------------------
@@ -137,14 +69,10 @@ class SecondJudgeResult:
 
 def compare_judgings(path_a: str | Path, path_b: str | Path, params, *, n_boot_agreement: int | None = None) -> SecondJudgeResult:
     """Load two judgings of the same transcripts and compare them (never averaged)."""
-    import pandas as pd
-
-    from edufair_metrics.analysis.frames import scores_frame
-    from edufair_metrics.analysis.judge_validity import contrast_comparison, match_judgings, second_judge_agreement
-    from edufair_metrics.analysis.stats import contrast_grid
-
-    label, a = load_judged(path_a)
-    _, b = load_judged(path_b, tutor=label)  # same transcripts, same tutor: rows line up
+    label, a = load_records(path_a)
+    _, b = load_records(path_b)
+    for rec in (*a, *b):  # same transcripts, same tutor: rows line up
+        rec.scores.tutor = label
     pairs = match_judgings(a, b)
     metrics = pd.DataFrame(second_judge_agreement(pairs, n_boot=n_boot_agreement or params.n_boot, seed=params.seed))
     grids = []
@@ -153,21 +81,13 @@ def compare_judgings(path_a: str | Path, path_b: str | Path, params, *, n_boot_a
         grids.append(contrast_grid(frame, n_boot=params.n_boot, seed=params.seed,
                                    min_pairs=params.min_pairs, ses_summary=params.ses_summary))
     contrasts = contrast_comparison(*grids)
-    return SecondJudgeResult(metrics, contrasts, _read_judge_info(path_a), _read_judge_info(path_b))
+    return SecondJudgeResult(metrics, contrasts, _judge_info(a), _judge_info(b))
 
 
-def _read_judge_info(path: str | Path) -> dict[str, Any]:
+def _judge_info(records) -> dict[str, Any]:
     """The judge settings a run records (first record's ``judge``), model and prompt version only."""
-    from edufair_metrics.io import iter_jsonl
-
-    _, files = judged_samples_files(path)
-    for f in files:
-        for _, obj in iter_jsonl(f):
-            rec = obj.get("edufair_record") if isinstance(obj, dict) else None
-            judge = rec.get("judge") if isinstance(rec, dict) else None
-            if isinstance(judge, dict):
-                return {k: judge.get(k) for k in ("model", "prompt_version", "temperature", "mask_cues") if k in judge}
-    return {}
+    judge = next((r.judge for r in records if isinstance(r.judge, dict)), None) or {}
+    return {k: judge.get(k) for k in ("model", "prompt_version", "temperature", "mask_cues") if k in judge}
 
 
 AGREEMENT_FILES = ("judge_agreement.csv", "judge_contrasts.csv", "judge_contingent.md", "agreement_summary.json")
@@ -209,8 +129,6 @@ def _ci(value: float, lo: float, hi: float) -> str:
 
 def _signed(r, lo, hi, sufficient, n, violation=False) -> str:
     """r [CI] (* = violation), or "insufficient (n=…)"."""
-    from edufair_metrics.report.tables import fmt_signed
-
     n = 0 if n is None or n != n else int(n)
     ok = bool(sufficient) and r == r  # NaN r: the contrast is missing on that side
     return fmt_signed(float(r), float(lo), float(hi), n, ok, bool(violation) and ok)
@@ -218,8 +136,6 @@ def _signed(r, lo, hi, sufficient, n, violation=False) -> str:
 
 def judge_contingent_markdown(contrasts, title: str = "Judge-contingent contrasts") -> str:
     """The contrasts where two judges disagree (sign of a meaningful r, or a violation)."""
-    from edufair_metrics.report.tables import to_markdown
-
     c = contrasts[contrasts["judge_contingent"]]
     note = ("Both judges' r side by side (never averaged); contingent = the signs differ with |r| ≥ 0.10 on at least one "
             "side, or exactly one judge finds a violation (95% CI excludes 0, marked *).")
@@ -243,10 +159,6 @@ def judge_validity_markdown(*, detector_by_level=None, differential=None, contin
       or a DataFrame read from judge_contrasts.csv), when a second judging is given;
     * ``human``: the rows of ``edufair judge-human``'s agreement.csv (DataFrame), when given.
     A part whose input is None says how to obtain it; nothing is computed here."""
-    import pandas as pd
-
-    from edufair_metrics.report.tables import to_markdown
-
     lines = ["## Judge validity", ""]
     if detector_by_level is not None and len(detector_by_level):
         d = detector_by_level
@@ -302,11 +214,6 @@ def judge_validity_markdown(*, detector_by_level=None, differential=None, contin
 
 def read_agreement_dir(path: str | Path):
     """The side-by-side contrasts (judge_contrasts.csv) and judge names of an ``edufair agreement`` folder."""
-    import pandas as pd
-
-    from edufair_metrics.errors import EduFairError
-    from edufair_metrics.io import read_json
-
     p = Path(path)
     f = p / "judge_contrasts.csv"
     if not f.is_file():
@@ -322,10 +229,6 @@ def read_agreement_dir(path: str | Path):
 
 def read_human_dir(path: str | Path):
     """agreement.csv of an ``edufair judge-human`` folder (or the file itself)."""
-    import pandas as pd
-
-    from edufair_metrics.errors import EduFairError
-
     p = Path(path)
     f = p / "agreement.csv" if p.is_dir() else p
     if not f.is_file():
@@ -333,152 +236,25 @@ def read_human_dir(path: str | Path):
     return pd.read_csv(f)
 
 
-# ---- what the report reads from the stored transcripts: one pass, one samples file at a time ----------
-
-
-NEXT_TURN_KEYS = ("tutor", "domain", "condition", "dimension", "level")
-
-
-@dataclass
-class TranscriptScan:
-    """Everything the report derives from one run's stored transcripts (:func:`scan_run`). Only
-    these small results are kept, never the transcripts: a paper-size report reads ~10^5 of them.
-
-    ``detector``: (task, condition, level, question_id) -> detector metric values (NaN ones left
-    out); ``next_turn``: (tutor, domain, condition, dimension, level) -> [leaking turns, of them
-    followed by a reasoning attempt, non-leaking turns, of them followed by an attempt];
-    ``by_level``: judge-vs-detector agreement frames (one per samples file; a condition level lives
-    in one task, so per file is per level); ``validity``: the per-dialogue scores of
-    ``analysis.judge_validity.validity_scores`` (judged leakage, detector metrics, disagreement)."""
-
-    label: str
-    dialogues: int = 0
-    detector: dict = field(default_factory=dict)
-    next_turn: dict = field(default_factory=dict)
-    by_level: list = field(default_factory=list)
-    validity: list = field(default_factory=list)
-
-
-def scan_run(run, *, n_boot: int | None = None, seed: int = 0, validity: bool = True) -> TranscriptScan:
-    """Read a run's samples files one at a time (``read_judged_dialogues``) and keep only what the
-    report needs (:class:`TranscriptScan`). ``validity`` False skips the Judge validity parts
-    (leaderboard, compare). ``n_boot``: the agreement bootstrap (default that of
-    ``analysis.agreement``). A run whose records store no transcript gives an empty scan."""
-    import math
-
-    from edufair_metrics.analysis.agreement import DEFAULT_AGREEMENT_N_BOOT
-    from edufair_metrics.analysis.judge_validity import detector_agreement_by_level, leak_turn_rows, validity_scores
-    from edufair_metrics.detectors import DETECTOR_METRICS, detect_turns, detector_scores
-
-    scan = TranscriptScan(run.label)
-    for task in sorted(run.samples_files):
-        found = read_judged_dialogues([run.samples_files[task]], run.label, allow_empty=True)
-        scan.dialogues += len(found)
-        for d in found:
-            det = detector_scores(d.transcript, d.answer_forms)
-            scan.detector[d.key] = {m: det[m] for m in DETECTOR_METRICS if not math.isnan(det[m])}
-            if d.answer_forms:  # without gold forms a leak cannot be detected
-                t = d.transcript
-                counts = scan.next_turn.setdefault((run.label, t.domain, t.condition, t.dimension, t.level), [0, 0, 0, 0])
-                for _, leaked, attempts in detect_turns(t, d.answer_forms).next_turn:
-                    k = 0 if leaked else 2
-                    counts[k] += 1
-                    counts[k + 1] += int(attempts)
-        if validity and found:
-            rows = leak_turn_rows(found)
-            if rows:
-                scan.by_level.append(detector_agreement_by_level(rows, n_boot=n_boot or DEFAULT_AGREEMENT_N_BOOT, seed=seed))
-            scan.validity.extend(validity_scores(found))
-    return scan
-
-
-def scan_runs(runs, params=None, *, n_boot_agreement: int | None = None, validity: bool = True) -> list[TranscriptScan]:
-    """:func:`scan_run` of every run (in order; two runs may share a label, as in compare)."""
-    n_boot = n_boot_agreement or (params.n_boot if params is not None else None)
-    seed = params.seed if params is not None else 0
-    return [scan_run(r, n_boot=n_boot, seed=seed, validity=validity) for r in runs]
-
-
-def add_detector_scores(runs, scans: list[TranscriptScan] | None = None) -> int:
-    """Add the detector metrics (``records.DETECTOR_METRICS``) to the scores of every dialogue of
-    loaded runs, computed from the stored transcripts and the samples lines' gold forms (no model
-    call: old runs get them too; values a run stored are recomputed, the detectors being
-    deterministic). A NaN value (no tutor turn, no gold forms) is not added, so a run whose records
-    hold no turns gets no detector contrasts rather than a grid of insufficient ones.
-    ``scans``: :func:`scan_runs` of the same runs when already read. Returns the number of
-    dialogues that got at least one value."""
-    from edufair_metrics.detectors import DETECTOR_METRICS
-
-    scans = scan_runs(runs, validity=False) if scans is None else scans
-    if len(scans) != len(runs):
-        from edufair_metrics.errors import EduFairError
-
-        raise EduFairError("add_detector_scores needs one scan per run")
-    updated = 0
-    for run, scan in zip(runs, scans):
-        for ds in run.scores:
-            for m in DETECTOR_METRICS:  # a stored value is replaced, never mixed with a recomputed one
-                ds.scores.pop(m, None)
-            det = scan.detector.get((ds.task, ds.condition, ds.level, str(ds.question_id)))
-            if det:
-                ds.scores.update(det)
-                updated += 1
-    return updated
-
-
-def next_turn_table(scans: list[TranscriptScan], by: tuple[str, ...] = NEXT_TURN_KEYS):
-    """Next-turn independence per ``by`` group (a subset of ``NEXT_TURN_KEYS``; default all):
-    tutor turns that leaked / did not (detector ``leaks_answer``), the share of each whose next
-    student turn attempts reasoning (``attempts_reasoning``), and the difference after leak − after
-    non-leak (NaN when a side has no turn). Dialogues without gold forms are not counted. Same
-    columns as ``detectors.next_turn_summary``."""
-    import pandas as pd
-
-    pos = [NEXT_TURN_KEYS.index(k) for k in by]
-    groups: dict[tuple, list[int]] = {}
-    for scan in scans:
-        for key, c in scan.next_turn.items():
-            g = groups.setdefault(tuple(key[i] for i in pos), [0, 0, 0, 0])
-            for i in range(4):
-                g[i] += c[i]
-    nan = float("nan")
-    rows = []
-    for key, (ln, la, nn, na) in sorted(groups.items()):
-        a = la / ln if ln else nan
-        b = na / nn if nn else nan
-        rows.append({**dict(zip(by, key)), "leaking_turns": ln, "independence_after_leak": a, "non_leaking_turns": nn,
-                     "independence_after_nonleak": b, "difference": a - b if ln and nn else nan})
-    cols = list(by) + ["leaking_turns", "independence_after_leak", "non_leaking_turns", "independence_after_nonleak",
-                       "difference"]
-    return pd.DataFrame(rows, columns=cols)
-
-
-def judge_validity_section(runs, params, *, agreement_dir: str | Path | None = None, human_dir: str | Path | None = None,
-                           n_boot_agreement: int | None = None, scans: list[TranscriptScan] | None = None) -> str:
-    """The whole "Judge validity" section for loaded runs (``report.runs.Run``): judge vs detector per
-    level and differential error from the runs' samples files; the judge-contingent contrasts from
-    an ``edufair agreement`` folder and human α from an ``edufair judge-human`` folder, when given.
-    ``scans``: :func:`scan_runs` of the same runs (with validity) when the caller has read them."""
-    import pandas as pd
-
-    from edufair_metrics.analysis.judge_validity import differential_error, judge_validity_grid
-    from edufair_metrics.analysis.frames import scores_frame
-    from edufair_metrics.analysis.stats import contrast_grid
-
+def judge_validity_section(scans: list[ValidityScan], params, *, agreement_dir: str | Path | None = None,
+                           human_dir: str | Path | None = None, n_boot_agreement: int | None = None) -> str:
+    """The whole "Judge validity" section from the runs' :class:`ValidityScan` (one per run, filled
+    while the runs were read): judge vs detector per level and differential error; the
+    judge-contingent contrasts from an ``edufair agreement`` folder and human α from an
+    ``edufair judge-human`` folder, when given."""
     contingent, names = read_agreement_dir(agreement_dir) if agreement_dir else (None, None)
     human = read_human_dir(human_dir) if human_dir else None
-    scans = scan_runs(runs, params, n_boot_agreement=n_boot_agreement) if scans is None else scans
-    if not any(s.dialogues for s in scans):  # records without transcripts: nothing to run the detector on
+    if not any(s.transcripts for s in scans):  # records without transcripts: nothing to run the detector on
         return judge_validity_markdown(contingent=contingent, human=human, judge_names=names).replace(
             "## Judge validity\n", "## Judge validity\n\nJudge vs detector: the runs' records store no transcripts.\n", 1)
-    parts = [f for s in scans for f in s.by_level]
-    keys = ["tutor", "domain", "condition", "dimension", "level"]
-    by_level = (pd.concat(parts, ignore_index=True).sort_values(keys, kind="stable").reset_index(drop=True)
+    n_boot = n_boot_agreement or params.n_boot
+    parts = [f for f in (s.by_level(n_boot=n_boot, seed=params.seed) for s in scans) if len(f)]
+    by_level = (pd.concat(parts, ignore_index=True).sort_values(list(LEVEL_KEYS), kind="stable").reset_index(drop=True)
                 if parts else pd.DataFrame())
     # one grid per run (tutor is in every FDR family, so this equals one pooled grid) keeps memory per run
-    grids = [contrast_grid(scores_frame(s.validity, keep_failed=params.keep_failed_dialogues), n_boot=params.n_boot,
+    grids = [contrast_grid(scores_frame(s.scores, keep_failed=params.keep_failed_dialogues), n_boot=params.n_boot,
                            seed=params.seed, min_pairs=params.min_pairs, ses_summary=params.ses_summary)
-             for s in scans if s.validity]
+             for s in scans if s.scores]
     grids = [g for g in grids if len(g)]
     grid = pd.concat(grids, ignore_index=True) if grids else judge_validity_grid([], n_boot=params.n_boot, seed=params.seed,
                                                                                   min_pairs=params.min_pairs,

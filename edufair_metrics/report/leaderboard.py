@@ -33,10 +33,20 @@ and prints the Markdown table.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+import pandas as pd
+
+from edufair_metrics.analysis.noise import noise_headline
 from edufair_metrics.analysis.params import StatParams, analyse
+from edufair_metrics.analysis.ranks import rank_intervals
+from edufair_metrics.analysis.stats import headline
 from edufair_metrics.io import atomic_write_json, atomic_write_text
+from edufair_metrics.records import PEDAGOGICAL_METRICS
+from edufair_metrics.report.failures import missing_label_table
+from edufair_metrics.report.tables import to_markdown
+from edufair_metrics.report.write import versions
 
 PRIMARY = "ped excess |r̄|"
 PRIMARY_QUANTITY = "excess_abs_r"  # analysis.ranks quantity behind PRIMARY
@@ -44,8 +54,6 @@ KINDS = (("pedagogical", "ped"), ("conversation", "conv"), ("detector", "det"))
 
 
 def _interval(lo, hi) -> str:
-    import math
-
     if lo is None or (isinstance(lo, float) and math.isnan(lo)):
         return "—"
     lo, hi = float(lo), float(hi)
@@ -57,12 +65,6 @@ def leaderboard_table(df, units, ranks=None):
     """Ranked DataFrame (see module docstring) from the long score frame, the units (with the
     noise columns of ``analysis.params.analyse``) and ``ranks`` (``analysis.ranks.rank_intervals``;
     None: no rank interval, ranked by the point value only)."""
-    import pandas as pd
-
-    from edufair_metrics.analysis.noise import noise_headline
-    from edufair_metrics.analysis.stats import headline
-    from edufair_metrics.records import PEDAGOGICAL_METRICS
-
     tutors = sorted(df["tutor"].unique())
     out = pd.DataFrame(index=pd.Index(tutors, name="tutor"))
     for kind, short in KINDS:
@@ -119,15 +121,8 @@ LEADERBOARD_NOTE = (
 
 def write_leaderboard(runs, out_dir: Path, params: StatParams) -> str:
     """Rank the tutors of loaded runs and write leaderboard.csv/.md and a manifest; returns the
-    Markdown. The runs' dialogues get the detector metrics first (in place)."""
-    from edufair_metrics.analysis.ranks import rank_intervals
-    from edufair_metrics.report.judge_validity import add_detector_scores
-    from edufair_metrics.report.runs import missing_label_table
-    from edufair_metrics.report.tables import to_markdown
-    from edufair_metrics.report.write import versions
-
+    Markdown."""
     params.validate()
-    add_detector_scores(runs)
     df, grid, units = analyse(runs, params)
     ranks = rank_intervals(df, grid, quantity=PRIMARY_QUANTITY, kind="pedagogical", n_boot=params.n_boot,
                            seed=params.seed, ses_summary=params.ses_summary)

@@ -502,7 +502,7 @@ def levels_table(dialogues, domain_labels: Mapping[str, str] | None = None):
     the NaN-aware mean of each of the nine per-dialogue scores (mean over the dialogues that have
     a value; NaN when none has), and stop-reason counts (``failures`` = student or tutor call
     failed; ``stop_unknown`` only when some records carry no stop reason). ``dialogues`` is the
-    wide per-dialogue frame of :func:`edufair_metrics.report.runs.dialogue_frame`. No pairing is needed:
+    wide per-dialogue frame of :func:`edufair_metrics.analysis.frames.dialogue_frame`. No pairing is needed:
     these are descriptive rates, not bias statistics."""
     import pandas as pd
 

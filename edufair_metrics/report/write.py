@@ -28,41 +28,59 @@ Writes into a run folder (default ``results/report-<timestamp>/``), every file a
   violations; the power line; violations (``†`` = FDR violation); meaningful effects; missing
   labels; the "Judge validity" section (``report.judge_validity``).
 
-The detector metrics (``records.DETECTOR_METRICS``) are added to every dialogue's scores from the
-stored transcripts before the statistics (``add_detector_scores``), so old runs get them too; they
+The detector metrics (``records.DETECTOR_METRICS``) are part of every record's scores (computed
+from the stored transcripts; ``runlog`` completes records of older runs when it reads them); they
 are a metric kind of their own (``detector``), never pooled into the pedagogical headline.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import math
 import platform
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas
+
+from edufair_metrics import PROTOCOL_VERSION, __version__
+from edufair_metrics.analysis.frames import dialogue_frame
+from edufair_metrics.analysis.judge_validity import ValidityScan, next_turn_table
+from edufair_metrics.analysis.noise import noise_headline, unit_noise
 from edufair_metrics.analysis.params import StatParams, analyse
+from edufair_metrics.analysis.placebo import placebo_floor, placebo_summary
+from edufair_metrics.analysis.power import power_table
+from edufair_metrics.analysis.ses import reported_rows
+from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import atomic_write_json, atomic_write_text, sha256_file
+from edufair_metrics.records import PEDAGOGICAL_METRICS
+from edufair_metrics.report.failures import failure_table, failures_sections, missing_label_table
+from edufair_metrics.report.judge_validity import judge_validity_section, read_agreement_dir, read_human_dir
+from edufair_metrics.report.tables import (
+    FDR_MARK,
+    LEVEL_KEYS,
+    all_tables,
+    fmt_signed,
+    levels_markdown,
+    levels_table,
+    plain,
+    to_markdown,
+)
+from edufair_metrics.runlog import Run, domain_labels, load_runs
 
 DEFAULT_RESULTS_DIR = Path("results")
 
 
 def versions() -> dict[str, str]:
-    import matplotlib
-    import numpy
-    import pandas
-    import scipy
-
-    from edufair_metrics import PROTOCOL_VERSION, __version__
-
-    out = {"edufair": __version__, "protocol": PROTOCOL_VERSION, "python": platform.python_version(),
-           "numpy": numpy.__version__, "scipy": scipy.__version__, "pandas": pandas.__version__,
-           "matplotlib": matplotlib.__version__}
-    try:
-        out["lm_eval"] = importlib.metadata.version("lm_eval")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - lm-eval is a dependency
-        pass
+    """The versions a report's numbers depend on (installed distributions; nothing is imported)."""
+    out = {"edufair": __version__, "protocol": PROTOCOL_VERSION, "python": platform.python_version()}
+    for dist in ("numpy", "scipy", "pandas", "matplotlib", "lm_eval"):
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:  # pragma: no cover - all are dependencies
+            pass
     return out
 
 
@@ -71,64 +89,10 @@ def timestamped_dir(kind: str) -> Path:
 
 
 def write_table(out_dir: Path, stem: str, title: str, df, note: str | None = None) -> str:
-    from edufair_metrics.report.tables import plain, to_markdown
-
     atomic_write_text(out_dir / f"{stem}.csv", plain(df).to_csv(index=False))
     md = to_markdown(df, title, note)
     atomic_write_text(out_dir / f"{stem}.md", md)
     return md
-
-
-def failed_dialogue_counts(runs, keep_failed: bool):
-    """Dialogues ended by a failed call per tutor, task, condition and level, and whether the
-    statistics left them out (``excluded``)."""
-    import pandas as pd
-
-    cols = ["tutor", "task", "condition", "level"]
-    rows = [(r.label, s.task, s.condition, s.level) for r in runs for s in r.scores if s.failed]
-    if not rows:
-        return pd.DataFrame(columns=cols + ["failed_dialogues", "excluded"])
-    out = pd.DataFrame(rows, columns=cols).groupby(cols, sort=True).size().reset_index(name="failed_dialogues")
-    out["excluded"] = out["failed_dialogues"] * (0 if keep_failed else 1)
-    return out
-
-
-def failures_sections(runs, failures, keep_failed: bool) -> list[str]:
-    """The Markdown sections of ``failures.md``, in order (one string each): failures by kind, then
-    the failed dialogues the statistics left out. A new failure view appends a section here."""
-    from edufair_metrics.report.tables import to_markdown
-
-    sections = [to_markdown(
-        failures, "Failures by kind per task and condition level",
-        "stage student/tutor: the dialogue ended because that call still failed (its transcript records the error, "
-        "e.g. empty_visible_turn); stage judge: a tutor turn whose label is missing (never replaced by a value).")]
-    failed = failed_dialogue_counts(runs, keep_failed)
-    n = int(failed["failed_dialogues"].sum()) if len(failed) else 0
-    how = ("kept in the contrasts, scored on their partial turns (--keep-failed-dialogues)" if keep_failed else
-           "left out of the contrasts: the question's pairs with that level drop out "
-           "(--keep-failed-dialogues keeps them)")
-    sections.append(to_markdown(failed, "Failed dialogues in the statistics",
-                                f"{n} failed dialogue(s) {how}. They stay in levels.md (descriptive)."))
-    sections += call_count_sections(runs)
-    return sections
-
-
-def call_count_sections(runs) -> list[str]:
-    """Per tutor, the run's model calls per role summed over its tasks (results_*.json
-    ``configs.<task>.metadata.edufair_calls``): retries that succeeded leave no other trace."""
-    from edufair_metrics.failures import call_counts_markdown
-
-    out = []
-    for run in runs:
-        counts = []
-        for per_role in (getattr(run, "call_counts", None) or {}).values():
-            counts += [c for c in per_role.values() if isinstance(c, dict) and c.get("role")]
-        if counts:
-            out.append(call_counts_markdown(counts, title=f"Model calls per role: {run.label}"))
-    if not out:
-        out.append("## Model calls per role\n\nThe results files hold no `edufair_calls` (runs made before "
-                   "EduFair counted calls).\n")
-    return out
 
 
 FDR_NAMES = {"bh": "Benjamini–Hochberg", "holm": "Holm (family-wise)"}
@@ -148,12 +112,8 @@ def headline_table(units, grid=None):
     """One row per tutor: for each metric kind present, the paper's |r̄| and violations beside the
     mean excess |r̄| and the FDR violations (``analysis.noise.noise_headline``); ``units`` without
     the noise columns get them from ``grid``."""
-    from edufair_metrics.analysis.noise import noise_headline, unit_noise
-
     if "excess_abs_r" not in units.columns:
         if grid is None:
-            from edufair_metrics.errors import EduFairError
-
             raise EduFairError("headline_table needs units with noise columns (analysis.params.analyse) or the grid")
         units = unit_noise(units, grid)
     head = None
@@ -166,9 +126,7 @@ def headline_table(units, grid=None):
             "violations_fdr": f"{short} FDR viol.", "units": f"{short} units"})
         head = h if head is None else head.merge(h, on="tutor", how="outer")
     if head is None:
-        import pandas as pd
-
-        return pd.DataFrame(columns=["tutor"])
+        return pandas.DataFrame(columns=["tutor"])
     for c in head.columns:
         if c.endswith(("viol.", "units")):
             head[c] = head[c].fillna(0).astype(int)
@@ -178,10 +136,6 @@ def headline_table(units, grid=None):
 def power_lines(grid, ses_summary: str) -> list[str]:
     """Per tutor: the smallest |r| the run detects with 80% power in its pedagogical headline
     contrasts (``analysis.power.power_table``), so that "no violation" reads correctly."""
-    import math
-
-    from edufair_metrics.analysis.power import power_table
-
     table = power_table(grid, kind="pedagogical", ses_summary=ses_summary)
     if not len(table):
         return []
@@ -201,10 +155,6 @@ def power_lines(grid, ses_summary: str) -> list[str]:
 
 def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=None,
                      domain_labels: dict[str, str] | None = None) -> str:
-    from edufair_metrics.analysis.ses import reported_rows
-    from edufair_metrics.report.tables import FDR_MARK, LEVEL_KEYS, fmt_signed, to_markdown
-    from edufair_metrics.records import PEDAGOGICAL_METRICS
-
     labels = domain_labels or {}
     lines = ["# EduFair bias report", ""]
     ses = params.get("ses_summary", "single")
@@ -286,8 +236,6 @@ def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=
 def placebo_note(floor, labels: dict[str, str] | None = None) -> str:
     """One sentence for every table's note: the empirical floor from the placebo replicate, per
     tutor and metric kind (mean |r| over metrics and domains); "" when no run has a replicate."""
-    from edufair_metrics.analysis.placebo import placebo_summary
-
     if floor.empty:
         return ""
     summary = placebo_summary(floor)
@@ -304,9 +252,6 @@ def placebo_note(floor, labels: dict[str, str] | None = None) -> str:
 def placebo_markdown(floor, units, labels: dict[str, str] | None = None) -> str:
     """The summary section on the placebo replicate: per tutor, domain and metric kind the mean
     placebo |r| beside the analytic noise floor and the demographic |r̄| of the same domain."""
-    from edufair_metrics.analysis.placebo import placebo_summary
-    from edufair_metrics.report.tables import to_markdown
-
     title = "Placebo replicate (empirical noise floor)"
     if floor.empty:
         return (f"## {title}\n\nNo run has a placebo replicate. Run one level twice with independent tutor "
@@ -327,35 +272,42 @@ def placebo_markdown(floor, units, labels: dict[str, str] | None = None) -> str:
                        "placebo_abs_r is indistinguishable from running the same condition twice.")
 
 
-def write_report(runs, out_dir: Path, params: StatParams, *, figures: bool = True,
+@dataclass
+class ReportInputs:
+    """The runs of a report and, per run, what its judge-validity views need from the stored
+    transcripts (:class:`~edufair_metrics.analysis.judge_validity.ValidityScan`), gathered in the
+    same single pass over each samples file."""
+
+    runs: list[Run]
+    scans: list[ValidityScan]
+
+
+def read_report_inputs(paths, labels: dict[Path, str] | None = None, *, validity: bool = True) -> ReportInputs:
+    """Load the runs under ``paths`` (``runlog.load_runs``: each samples file read once) and scan
+    their records on the same pass."""
+    scans: dict[str, ValidityScan] = {}
+
+    def visit(label: str, line) -> None:
+        scans.setdefault(label, ValidityScan(validity=validity)).add(line.record)
+
+    runs = load_runs(paths, labels, visit=visit)
+    return ReportInputs(runs, [scans.get(r.label, ValidityScan(validity=validity)) for r in runs])
+
+
+def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, figures: bool = True,
                  command: list[str] | None = None, progress: bool = False,
                  agreement_dir: str | Path | None = None, human_dir: str | Path | None = None) -> ReportResult:
-    """Analyse loaded runs and write the whole report folder (every file atomically). The runs'
-    dialogues get the detector metrics first (``add_detector_scores``; the runs are updated in
-    place). ``agreement_dir`` (an ``edufair agreement --out`` folder) and ``human_dir`` (an
+    """Analyse the runs of :func:`read_report_inputs` and write the whole report folder (every file
+    atomically). ``agreement_dir`` (an ``edufair agreement --out`` folder) and ``human_dir`` (an
     ``edufair judge-human --out`` folder) add their parts to the "Judge validity" section."""
-    from edufair_metrics.analysis.placebo import placebo_floor
-    from edufair_metrics.report.figures import all_figures
-    from edufair_metrics.analysis.frames import dialogue_frame
-    from edufair_metrics.report.judge_validity import (
-        add_detector_scores,
-        judge_validity_section,
-        next_turn_table,
-        read_agreement_dir,
-        read_human_dir,
-        scan_runs,
-    )
-    from edufair_metrics.report.runs import domain_labels, failure_table, missing_label_table
-    from edufair_metrics.report.tables import all_tables, levels_markdown, levels_table, to_markdown
+    from edufair_metrics.report.figures import all_figures  # matplotlib: only when writing a report
 
+    runs, scans = inputs.runs, inputs.scans
     params.validate()
     if agreement_dir is not None:
         read_agreement_dir(agreement_dir)  # a wrong folder fails now, not after the statistics
     if human_dir is not None:
         read_human_dir(human_dir)
-    # the stored transcripts, read once (file by file): detectors, next-turn table, Judge validity
-    scans = scan_runs(runs, params)
-    add_detector_scores(runs, scans)
     t0 = time.perf_counter()
     df, grid, units = analyse(runs, params, progress=progress)
     # the placebo replicate (two runs of the same condition level), when the runs have one
@@ -407,8 +359,7 @@ def write_report(runs, out_dir: Path, params: StatParams, *, figures: bool = Tru
             "Tutor turns that state the gold answer (leak) or not, and the share of each whose next student turn attempts "
             "reasoning; per condition level: next_turn_independence.csv.")
     summary_md += "\n" + placebo_markdown(floor, units, labels)
-    summary_md += "\n" + judge_validity_section(runs, params, agreement_dir=agreement_dir, human_dir=human_dir,
-                                                scans=scans)
+    summary_md += "\n" + judge_validity_section(scans, params, agreement_dir=agreement_dir, human_dir=human_dir)
     atomic_write_text(out_dir / "summary.md", summary_md)
     written.append("summary.md")
 
@@ -449,8 +400,6 @@ def write_report(runs, out_dir: Path, params: StatParams, *, figures: bool = Tru
         "files": sorted(written),
     }
     atomic_write_json(out_dir / "report_manifest.json", manifest)
-    from edufair_metrics.analysis.ses import reported_rows
-
     counted = reported_rows(grid, params.ses_summary)
     return ReportResult(out_dir=out_dir, tutors=len(runs), contrast_rows=len(grid),
                         violations=int(counted["violation"].sum()), files=sorted(written),

@@ -4,7 +4,7 @@ import pytest
 
 from edufair_metrics.cli import main as cli
 from edufair_metrics.analysis.compare import compare_frames
-from edufair_metrics.report.runs import scores_frame
+from edufair_metrics.analysis.frames import scores_frame
 from tests.helpers.synthetic_runs import make_scores, write_run
 
 KW = dict(domains=("mathematics", "physics"), n_questions=40)

@@ -330,7 +330,7 @@ def test_overlap_setting_must_be_a_boolean():
 
 
 def test_the_task_passes_the_setting_to_the_loop(monkeypatch, tmp_path):
-    from edufair_metrics.lmeval import task as task_module
+    from edufair_metrics.run import task as task_module
 
     from tests.helpers.bank import write_bank
     from tests.helpers.fake_lms import ScriptedChatLM, run_task

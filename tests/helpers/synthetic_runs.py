@@ -6,7 +6,7 @@
 
 The records come from the product's own code paths, so they cannot drift from what a real run
 writes: levels from ``protocol.condition_levels``, the transcript from ``records.Transcript``, the
-record from ``judge.run.build_record`` (its scores then replaced by the synthetic ones), model
+record from ``runlog.build_record`` (its scores then replaced by the synthetic ones), model
 identities from ``cache.model_identity``, and the provenance from ``provenance.run_provenance`` +
 ``record_provenance`` with the task template's decoding settings and lm-eval's default seeds.
 Only the lm-eval results/samples envelope around the records is hand-made.
@@ -37,9 +37,9 @@ from edufair_metrics import PROTOCOL_VERSION
 from edufair_metrics.bank import bank_path, load_bank
 from edufair_metrics.cache import model_identity
 from edufair_metrics.judge import JudgeSettings, judge_prompts_path
-from edufair_metrics.judge.run import build_record
 from edufair_metrics.protocol import condition_levels, protocol_hash
 from edufair_metrics.provenance import record_provenance, run_provenance
+from edufair_metrics.runlog import build_record
 from edufair_metrics.records import (
     CONVERSATION_METRICS,
     PEDAGOGICAL_METRICS,
@@ -161,9 +161,8 @@ def run_part(tutor: str, domain: str) -> dict[str, Any]:
 
 
 def full_provenance(tutor: str, domain: str) -> dict[str, Any]:
-    """A record provenance exactly as ``process_results`` (lmeval/task.py) writes it."""
-    record = {"judge": judge_info()}
-    return record_provenance(record, run_part(tutor, domain), protocol_hash())
+    """A record provenance exactly as a task run (run/task.py + runlog/build.py) writes it."""
+    return record_provenance(judge_info(), run_part(tutor, domain), protocol_hash())
 
 
 SHIPPED = "shipped"
@@ -191,11 +190,11 @@ def make_record(s: DialogueScores, task: str, doc_id: int, stop: str | None, pro
         question_id=s.question_id, domain=s.domain, condition=s.condition, dimension=s.dimension, level=s.level,
         tutor_system="", student_system="", turns=list(turns or []), stop_reason=stop or "", task=task, doc_id=doc_id,
     )
-    record = build_record(transcript, list(judgements or []), judge_info())
+    record = build_record(transcript, list(judgements or []), judge_info=judge_info(), provenance=provenance).to_dict()
     if stop is None:
         del record["transcript"]["stop_reason"]
     record["scores"] = s.to_dict()
-    record["provenance"] = provenance
+    record["detector_version"] = None  # synthetic scores: the reader computes the detector metrics
     return record
 
 

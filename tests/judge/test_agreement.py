@@ -23,9 +23,9 @@ from edufair_metrics.analysis.params import StatParams
 from edufair_metrics.cli import main as edufair
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import atomic_write_jsonl
-from edufair_metrics.judge.run import build_record
 from edufair_metrics.records import JUDGE_OK, Transcript, Turn, TurnJudgement
-from edufair_metrics.report.judge_validity import judge_validity_markdown, load_judged, read_agreement_dir
+from edufair_metrics.report.judge_validity import judge_validity_markdown, read_agreement_dir
+from edufair_metrics.runlog import build_record, load_records
 
 from tests.helpers.fake_openai import FakeOpenAI, labels_json
 from tests.helpers.judge_env import JUDGE_ENV_VARS
@@ -71,7 +71,7 @@ def write_judged_run(folder, *, biased: bool):
                                                                              leak=judged_leak(t.turns[i].text, level, biased))) | {"_forced_na": []})
                   for i in t.tutor_turn_indices()]
             rows.append({"doc_id": len(rows), "doc": {"question_id": f"q{q}", "answer_forms": ["18"], "question": QUESTION},
-                         "edufair_record": build_record(t, js, {"model": "judge-a"})})
+                         "edufair_record": build_record(t, js, judge_info={"model": "judge-a"}).to_dict()})
     atomic_write_jsonl(folder / "samples_edufair_explicit_math_2026-01-01T00-00-00.jsonl", rows)
     return folder
 
@@ -80,7 +80,7 @@ PARAMS = StatParams(n_boot=200, seed=0, min_pairs=15)
 
 
 def test_judge_vs_detector_flags_a_judge_made_bias(tmp_path):
-    _, dialogues = load_judged(write_judged_run(tmp_path / "a", biased=True))
+    _, dialogues = load_records(write_judged_run(tmp_path / "a", biased=True))
     rows = leak_turn_rows(dialogues)
     assert len(rows) == N_Q * 2 * 3
     by_level = detector_agreement_by_level(rows, n_boot=100).set_index("level")
@@ -101,7 +101,7 @@ def test_judge_vs_detector_flags_a_judge_made_bias(tmp_path):
 
 
 def test_accurate_judge_is_not_flagged(tmp_path):
-    _, dialogues = load_judged(write_judged_run(tmp_path / "a", biased=False))
+    _, dialogues = load_records(write_judged_run(tmp_path / "a", biased=False))
     diff = differential_error(judge_validity_grid(dialogues, n_boot=100, seed=0, min_pairs=15, ses_summary="mean_abs_pairwise"))
     assert not diff["flag"].any() and not diff["disagreement_differs"].any()
 
@@ -172,8 +172,8 @@ def test_contingency_rule_on_hand_made_grids():
 
 
 def test_different_transcripts_are_refused(tmp_path):
-    _, a = load_judged(write_judged_run(tmp_path / "a", biased=False))
-    _, b = load_judged(write_judged_run(tmp_path / "b", biased=False))
+    _, a = load_records(write_judged_run(tmp_path / "a", biased=False))
+    _, b = load_records(write_judged_run(tmp_path / "b", biased=False))
     b[0].transcript.turns[2].text = "changed"
     with pytest.raises(EduFairError, match="different tutor turns"):
         match_judgings(a, b)
@@ -190,11 +190,12 @@ def _as_lm_eval_run(folder):
 def test_report_section_and_detector_metrics_for_loaded_runs(tmp_path):
     from edufair_metrics.analysis.frames import scores_frame
     from edufair_metrics.analysis.stats import contrast_grid
-    from edufair_metrics.report.judge_validity import add_detector_scores, judge_validity_section
-    from edufair_metrics.report.runs import load_runs
+    from edufair_metrics.report.judge_validity import judge_validity_section
+    from edufair_metrics.report.write import read_report_inputs
 
-    runs = load_runs([_as_lm_eval_run(write_judged_run(tmp_path / "run", biased=True))])
-    assert add_detector_scores(runs) == N_Q * 2
+    inputs = read_report_inputs([_as_lm_eval_run(write_judged_run(tmp_path / "run", biased=True))])
+    runs = inputs.runs
+    assert all("leak_rate_det" in ds.scores for ds in runs[0].scores) and len(runs[0].scores) == N_Q * 2
     ds = runs[0].scores[0]
     assert ds.scores["leak_rate_det"] == pytest.approx((1 if ds.question_id in {f"q{q}" for q in range(0, N_Q, 2)} else 0) / 3)
     grid = contrast_grid(scores_frame(runs), n_boot=50, seed=0, min_pairs=15)
@@ -206,6 +207,6 @@ def test_report_section_and_detector_metrics_for_loaded_runs(tmp_path):
                    "percent_agreement_ci_low": 0.7, "percent_agreement_ci_high": 1.0, "cohen_kappa": 0.8, "cohen_kappa_ci_low": 0.5,
                    "cohen_kappa_ci_high": 1.0, "krippendorff_alpha": 0.79, "krippendorff_alpha_ci_low": 0.4,
                    "krippendorff_alpha_ci_high": 1.0}]).to_csv(human / "agreement.csv", index=False)
-    md = judge_validity_section(runs, PARAMS, human_dir=human, n_boot_agreement=50)
+    md = judge_validity_section(inputs.scans, PARAMS, human_dir=human, n_boot_agreement=50)
     assert "| tutor-x | mathematics | explicit | female | 60 |" in md
     assert "Flagged: judged leakage bias" in md and "0.790 [0.400, 1.000]" in md

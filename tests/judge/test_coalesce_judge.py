@@ -10,9 +10,11 @@ import time
 import pytest
 
 from edufair_metrics.cache import CallCache
-from edufair_metrics.failures import CallCounts, call_counts_markdown
+from edufair_metrics.failures import CallCounts
+from edufair_metrics.report.failures import call_counts_markdown
 from edufair_metrics.judge import JudgeSettings, judge_transcripts
-from edufair_metrics.judge.run import TurnCoalescer, judge_records
+from edufair_metrics.judge.run import TurnCoalescer
+from edufair_metrics.runlog import judge_and_build
 from edufair_metrics.records import JUDGE_MISSING, JUDGE_OK
 
 from tests.helpers.fake_openai import FakeOpenAI, HTTPError, labels_json
@@ -142,5 +144,5 @@ def test_an_exception_reaches_every_waiting_copy():
 
 def test_disabled_judge_reports_zero_calls():
     summary: dict = {}
-    judge_records([make_transcript()], enabled=False, summary=summary)
+    judge_and_build([make_transcript()], judge=None, summary=summary)
     assert summary["calls"] == CallCounts("judge").to_dict()

@@ -1,16 +1,19 @@
-"""JudgeFilter (lm-eval post-processing), `edufair judge` re-judging, `edufair cache`, and the
-rule that the API key is never written anywhere."""
+"""Judging transcripts into dialogue records (``runlog.judge_and_build``, what every task run and
+`edufair judge` do), `edufair judge` re-judging, `edufair cache`, and the rule that the API key is
+never written anywhere."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from lm_eval.api.filter import Filter
 
+from edufair_metrics.cache import CallCache
 from edufair_metrics.cli import main as cli_main
-from edufair_metrics.lmeval.task import JudgeFilter
+from edufair_metrics.judge.run import format_missing_summary
+from edufair_metrics.judge.settings import load_judge_settings
 from edufair_metrics.records import JUDGE_MISSING, JUDGE_OK, STOP_STUDENT_FAILED, Transcript, Turn
+from edufair_metrics.runlog import judge_and_build
 
 from tests.helpers.fake_openai import FakeOpenAI, HTTPError, labels_json
 from tests.helpers.judge_env import JUDGE_ENV_VARS
@@ -50,15 +53,17 @@ def _respond(req):
     return labels_json(leak=1 if "Interesting" in user else 0)
 
 
-def test_filter_judges_all_transcripts_in_one_batch(tmp_path, capsys):
+def test_records_judge_all_transcripts_in_one_batch(tmp_path):
     with FakeOpenAI(responder=_respond) as srv:
-        f = JudgeFilter(judge={"base_url": srv.base_url, "model": "fake-judge", "max_retries": 1, "backoff_base_s": 0.001, "backoff_max_s": 0.001}, cache={"path": str(tmp_path / "c.sqlite")}, progress=False)
-        assert isinstance(f, Filter)
-        resps = [[json.dumps(t.to_dict()), "placeholder"] for t in _transcripts()]
-        out = f.apply(resps, [{"id": 0}, {"id": 1}])
+        judge = load_judge_settings(metadata={"base_url": srv.base_url, "model": "fake-judge", "max_retries": 1,
+                                              "backoff_base_s": 0.001, "backoff_max_s": 0.001})
+        summary: dict = {}
+        with CallCache(tmp_path / "c.sqlite") as cache:
+            records = judge_and_build(_transcripts(), judge=judge, cache=cache, progress=False, summary=summary)
         assert srv.calls == 1 + 2 + 1  # qa turn 2 ok, qa turn 4 twice (missing), qb turn 2 ok
         assert all(r.headers["authorization"] == f"Bearer {SECRET}" for r in srv.requests)
-    assert len(out) == 2 and all(set(r) >= {"transcript", "judgements", "scores", "flags"} for r in out)
+    out = [r.to_dict() for r in records]
+    assert len(out) == 2 and all(set(r) >= {"transcript", "judgements", "scores", "flags", "provenance"} for r in out)
     a, b = out
     assert [j["status"] for j in a["judgements"]] == [JUDGE_OK, JUDGE_MISSING]
     assert a["judgements"][1]["kind"] == "http_5xx" and a["judgements"][1]["labels"] is None
@@ -70,32 +75,28 @@ def test_filter_judges_all_transcripts_in_one_batch(tmp_path, capsys):
     assert b["flags"] == {"incomplete": True, "stop_reason": STOP_STUDENT_FAILED, "error": "student endpoint failed after retries",
                           "error_kind": "connection"}
     assert b["scores"]["scores"]["answer_leakage"] == 0.0 and b["scores"]["sent_turns"] == 1
+    assert b["scores"]["failed"] is True
     assert b["transcript"]["question_id"] == "qb"
-    err = capsys.readouterr().err
-    assert "explicit/female: missing 1/2 [http_5xx=1]" in err
-    assert "explicit/male: missing 0/1, 1 incomplete dialogue(s)" in err
-    assert f.last_summary["missing"] == 1
+    assert a["provenance"]["models"]["judge"]["model"] == "fake-judge"
+    text = format_missing_summary("edufair_physics", summary["by_level"], summary)
+    assert "explicit/female: missing 1/2 [http_5xx=1]" in text
+    assert "explicit/male: missing 0/1, 1 incomplete dialogue(s)" in text
+    assert summary["missing"] == 1
     assert SECRET not in json.dumps(out)  # records are plain JSON (for --log_samples)
     for p in tmp_path.rglob("*"):
         if p.is_file():
             assert SECRET.encode() not in p.read_bytes(), p
 
 
-def test_filter_disabled_records_every_turn_missing(capsys):
-    f = JudgeFilter(enabled=False, judge={"base_url": "http://127.0.0.1:9/v1"})
-    out = f.apply([[json.dumps(t.to_dict())] for t in _transcripts()], [{}, {}])
+def test_records_without_a_judge_have_every_turn_missing():
+    summary: dict = {}
+    out = [r.to_dict() for r in judge_and_build(_transcripts(), judge=None, summary=summary)]
     assert [[j["kind"] for j in r["judgements"]] for r in out] == [["judge_disabled"] * 2, ["judge_disabled"]]
     assert all(j["labels"] is None for r in out for j in r["judgements"])
     assert out[0]["scores"]["scores"]["answer_leakage"] is None  # NaN in JSON, never 0
     assert out[0]["scores"]["scores"]["tutor_turns"] == 2.0
-    assert "missing 2/2" in capsys.readouterr().err
-
-
-def test_filter_rejects_non_transcript_response():
-    from edufair_metrics.errors import EduFairError
-
-    with pytest.raises(EduFairError, match="document 0"):
-        JudgeFilter(enabled=False).apply([["not json"]], [{}])
+    assert out[0]["judge"] == {"enabled": False}
+    assert "missing 2/2" in format_missing_summary("t", summary["by_level"], summary)
 
 
 def _write_samples(path, transcripts):
@@ -124,10 +125,11 @@ def test_cli_rejudge_and_cache_and_key_never_written(tmp_path, capsys):
         assert cli_main(args) == 0
         assert srv.calls == 3
     assert samples.read_bytes() == before  # input untouched
-    new = [json.loads(x) for x in (out_dir / samples.name).read_text(encoding="utf-8").splitlines()]
+    new = [json.loads(x) for x in (out_dir / run_dir.name / samples.name).read_text(encoding="utf-8").splitlines()]
     assert len(new) == 2
     for old, line in zip(original, new):
         assert {k: v for k, v in line.items() if k != "edufair_record"} == {k: v for k, v in old.items() if k != "edufair_record"}
+        assert line["edufair_record"]["provenance"]["models"]["judge"]["model"] == "second-judge"
         assert line["edufair_record"]["transcript"] == old["edufair_record"]["transcript"]
         assert all(j["status"] == JUDGE_OK for j in line["edufair_record"]["judgements"])
         assert line["edufair_record"]["judge"]["model"] == "second-judge"

@@ -1,4 +1,4 @@
-"""Condition-blind judging in the lm-eval filter and `edufair judge` (issue 15 item 5): with
+"""Condition-blind judging in a task run (``runlog.judge_and_build``) and `edufair judge`: with
 ``mask_cues`` the judge receives placeholders instead of the condition's cues, the stored record
 keeps the original text and says how many cues were masked; without it nothing changes."""
 
@@ -9,8 +9,9 @@ import json
 import pytest
 
 from edufair_metrics.cli import main as cli_main
-from edufair_metrics.lmeval.task import JudgeFilter
+from edufair_metrics.judge.settings import load_judge_settings
 from edufair_metrics.records import Transcript, Turn
+from edufair_metrics.runlog import judge_and_build
 
 from tests.helpers.fake_openai import FakeOpenAI, labels_json
 from tests.helpers.judge_env import JUDGE_ENV_VARS
@@ -43,11 +44,15 @@ def _shown(srv) -> str:
     return " ".join(r.content("user") for r in srv.requests)
 
 
-def test_filter_with_mask_cues_judges_masked_text_and_records_the_count(tmp_path):
+def _judge(srv, **extra):
+    return load_judge_settings(metadata={"base_url": srv.base_url, "model": "j", "max_retries": 0, **extra})
+
+
+def test_records_with_mask_cues_judge_masked_text_and_record_the_count(tmp_path):
+    summary: dict = {}
     with FakeOpenAI(responder=lambda req: labels_json()) as srv:
-        f = JudgeFilter(judge={"base_url": srv.base_url, "model": "j", "max_retries": 0, "mask_cues": True},
-                        cache={"path": str(tmp_path / "c.sqlite")}, progress=False)
-        out = f.apply([[json.dumps(t.to_dict())] for t in _transcripts()], [{}, {}])
+        out = [r.to_dict() for r in judge_and_build(_transcripts(), judge=_judge(srv, mask_cues=True), progress=False,
+                                                    summary=summary)]
         shown = _shown(srv)
     for cue in ("Jessica", "she", "man"):
         assert f" {cue}" not in shown and f"{cue}!" not in shown, cue
@@ -56,19 +61,18 @@ def test_filter_with_mask_cues_judges_masked_text_and_records_the_count(tmp_path
     assert out[0]["transcript"]["turns"][2]["text"].startswith("Nice try, Jessica!")
     counts = [r["flags"]["masked_cues"] for r in out]
     assert counts[0] >= 3 and counts[1] >= 1  # Jessica ×2 (student + tutor turn) + she; man
-    assert f.last_summary["masked_cues"] == sum(counts)
+    assert summary["masked_cues"] == sum(counts)
     assert all(r["judge"]["mask_cues"] is True for r in out)
 
 
-def test_filter_without_mask_cues_is_unchanged(tmp_path):
+def test_records_without_mask_cues_are_unchanged(tmp_path):
+    summary: dict = {}
     with FakeOpenAI(responder=lambda req: labels_json()) as srv:
-        f = JudgeFilter(judge={"base_url": srv.base_url, "model": "j", "max_retries": 0},
-                        cache={"path": str(tmp_path / "c.sqlite")}, progress=False)
-        out = f.apply([[json.dumps(t.to_dict())] for t in _transcripts()], [{}, {}])
+        out = [r.to_dict() for r in judge_and_build(_transcripts(), judge=_judge(srv), progress=False, summary=summary)]
         shown = _shown(srv)
     assert "Jessica" in shown and "young man" in shown
     assert all("masked_cues" not in r["flags"] and "mask_cues" not in r["judge"] for r in out)
-    assert "masked_cues" not in f.last_summary
+    assert "masked_cues" not in summary
 
 
 def test_edufair_judge_mask_cues_flag(tmp_path):
@@ -84,7 +88,7 @@ def test_edufair_judge_mask_cues_flag(tmp_path):
                          "--cache", "off", "--out", str(out_dir), "--no-progress"]) == 0
         shown = _shown(srv)
     assert "Jessica" not in shown and "[NAME]" in shown
-    lines = [json.loads(x) for x in next(out_dir.glob("samples_*.jsonl")).read_text().splitlines()]
+    lines = [json.loads(x) for x in next(out_dir.glob("*/samples_*.jsonl")).read_text().splitlines()]
     assert all(x["edufair_record"]["judge"]["mask_cues"] is True for x in lines)
     assert sum(x["edufair_record"]["flags"]["masked_cues"] for x in lines) >= 4
     assert "Jessica" in lines[0]["edufair_record"]["transcript"]["turns"][2]["text"]

@@ -3,7 +3,7 @@ documented LM/Task/Filter API, one test per assumption. When an lm-eval upgrade 
 failing test says which assumption broke and which EduFair module relies on it.
 
 The assumptions live in ``edufair_metrics/lmeval/`` (harness.py, models.py, task.py, __init__.py)
-plus the output layout that ``edufair_metrics/report/runs.py`` reads. Tests are fast and offline:
+plus the output layout that ``edufair_metrics/runlog/layout.py`` reads. Tests are fast and offline:
 no model downloads; the only HTTP is to an in-process loopback server (tests/helpers/fake_openai.py).
 """
 
@@ -491,7 +491,7 @@ def test_instance_fields_and_resps():
 
 def test_evaluate_appends_responses():
     """EduFair pre-fills ``resps[0]`` with the transcript; evaluate must append, never assign."""
-    who = "edufair_metrics.lmeval.task (transcript in resps[0]) and JudgeFilter.apply (reads resps[i][0])"
+    who = "edufair_metrics.lmeval.task (the record reference in resps[0], read back by take_first)"
     tree = fn_ast(lm_eval.evaluator.evaluate)
     appends = [c for c in calls_to(tree, "append") if isinstance(c.func.value, ast.Attribute) and c.func.value.attr == "resps"]
     assert appends, broken("evaluate no longer does `req.resps.append(...)`", who)
@@ -502,35 +502,30 @@ def test_evaluate_appends_responses():
 
 
 def test_prefilled_response_survives_a_real_evaluate(monkeypatch):
-    """End to end through ``evaluate``: a pre-filled ``resps[0]`` reaches the filter as
-    ``resps[i][0]``, the filter's output reaches ``process_results``, the per-sample metrics land at
-    the top level of the logged sample, and a YAML-style ``process_results`` spares lm-eval any
-    metric lookup for EduFair's own metric names."""
-    from lm_eval.api.filter import Filter
+    """End to end through ``evaluate``, the way EduFairTask works: a pre-filled ``resps[0]`` (the
+    record reference) reaches ``process_results`` through lm-eval's ``take_first`` filter; a config
+    ``process_results`` string with the method overridden spares lm-eval any metric lookup for
+    EduFair's own metric names; per-sample metrics land at the top level of the logged sample; an
+    aggregation replaced in ``_aggregation_list`` after ``__init__`` (a bound method) is the one
+    called; and the filter pipeline's name stays in the results keys."""
     import lm_eval.api.task as api_task
 
-    who = "edufair_metrics.lmeval.task (EduFairTask, JudgeFilter, process_results), report.runs (samples lines)"
+    who = "edufair_metrics.lmeval.task (EduFairTask: RECORD_REF in resps[0], take_first, process_results, aggregate_call_counts)"
     seen: dict = {}
-
-    class Judge(Filter):
-        def __init__(self, tag=None, **kwargs):
-            super().__init__(**kwargs)
-            seen["tag"] = tag
-
-        def apply(self, resps, docs):
-            resps = [list(r) for r in resps]
-            seen["resps"] = resps
-            return [{"record": r[0]} for r in resps]
-
-    def process_results(doc, results):
-        seen.setdefault("results", []).append(results)
-        return {"probe_record": results[0]}
 
     looked_up: list = []
     real_get_metric = api_task.get_metric
     monkeypatch.setattr(api_task, "get_metric", lambda name, *a, **k: looked_up.append(name) or real_get_metric(name, *a, **k))
 
     class Prefilled(TinyTask):
+        def __init__(self, config):
+            super().__init__(config=config)
+            self._aggregation_list["probe_calls"] = self.aggregate_probe
+
+        def aggregate_probe(self, items):
+            seen["aggregated_by"] = self
+            return float(sum(x for x in items if x))
+
         def build_all_requests(self, *, limit=None, samples=None, rank=0, world_size=1, **kwargs):
             out = []
             for doc_id, doc in self.doc_iterator(rank=rank, limit=limit, samples=samples, world_size=world_size):
@@ -539,25 +534,29 @@ def test_prefilled_response_survives_a_real_evaluate(monkeypatch):
                 out.append(inst)
             self._instances = out
 
+        def process_results(self, doc, results):
+            seen.setdefault("results", []).append(results)
+            return {"probe_record": {"record": results[0]}, "probe_calls": 3 if results[0] == "transcript-0" else None}
+
     task = Prefilled(config={
         "task": "tiny", "test_split": "test", "doc_to_text": "{{q}}", "doc_to_target": "{{a}}", "output_type": "generate_until",
-        "generation_kwargs": {"until": [], "max_gen_toks": 1}, "process_results": process_results,
-        "filter_list": [{"name": "judged", "filter": [{"function": Judge, "tag": "t"}]}],
-        "metric_list": [{"metric": "probe_record", "aggregation": lambda xs: len(xs), "higher_is_better": True}],
+        "generation_kwargs": {"until": [], "max_gen_toks": 1}, "process_results": "process_results",
+        "filter_list": [{"name": "judged", "filter": [{"function": "take_first"}]}],
+        "metric_list": [{"metric": "probe_record", "aggregation": lambda xs: len(xs), "higher_is_better": True},
+                        {"metric": "probe_calls", "aggregation": lambda xs: -1.0, "higher_is_better": False}],
     })
-    assert "probe_record" not in looked_up, broken(
+    assert not {"probe_record", "probe_calls"} & set(looked_up), broken(
         "with process_results in the config, ConfigurableTask still looks EduFair's metric names up (HF evaluate)", who)
     res = lm_eval.evaluator.evaluate(lm=ChatLM(), task_dict={"tasks": {"tiny": task}, "groups": {}}, limit=2,
                                      bootstrap_iters=0, log_samples=True)
-    assert seen["tag"] == "t", broken("filter kwargs from filter_list no longer reach the Filter constructor", who)
-    assert seen["resps"] == [["transcript-0", "tok"], ["transcript-1", "tok"]], broken(
-        f"the filter got {seen['resps']} instead of [pre-filled resps[0], model answer]", who)
-    assert seen["results"] == [[{"record": "transcript-0"}], [{"record": "transcript-1"}]], broken(
-        f"process_results got {seen['results']}", who)
+    assert seen["results"] == [["transcript-0"], ["transcript-1"]], broken(
+        f"process_results got {seen['results']} instead of take_first of the pre-filled resps", who)
     sample = res["samples"]["tiny"][0]
     assert sample.get("probe_record") == {"record": "transcript-0"}, broken(
         f"per-sample metrics are not top-level keys of the logged sample (keys: {sorted(sample)})", who)
     assert res["results"]["tiny"]["probe_record,judged"] == 2, broken("metric key is not '<metric>,<filter name>'", who)
+    assert seen.get("aggregated_by") is task and res["results"]["tiny"]["probe_calls,judged"] == 3.0, broken(
+        "an aggregation set in _aggregation_list after __init__ is not the one lm-eval calls", who)
 
 
 def test_requests_dispatch_through_the_lm_instance(tmp_path):
@@ -715,8 +714,11 @@ def test_yaml_function_tags_resolve_to_the_task_module():
     cfg = load_yaml(tasks_path() / "edufair_explicit_math.yaml", resolve_func=True)
     assert cfg.get("class") is task_module.EduFairTask, broken("`class: !function lm_eval_tasks.task.EduFairTask` "
                                                                "does not resolve to the imported class", who)
-    assert cfg.get("process_results") is task_module.process_results
-    assert cfg["filter_list"][0]["filter"][0]["function"] is task_module.JudgeFilter
+    assert cfg["filter_list"][0]["filter"][0]["function"] == "take_first", broken(
+        "the template's filter is not lm-eval's take_first", who)
+    from lm_eval.api.registry import get_filter
+
+    assert get_filter("take_first") is not None, broken("lm-eval has no `take_first` filter any more", who)
     assert cfg.get("edufair_cell") == {"condition": "explicit", "domain": "mathematics"}, broken(
         "EduFair's own top-level YAML keys (edufair_cell) are not kept by the loader", who)
     assert isinstance(cfg.get("edufair"), dict), broken("the `edufair:` block from the included template is lost", who)
@@ -726,16 +728,17 @@ def test_yaml_function_tags_resolve_to_the_task_module():
         "TaskFactory no longer builds `class:` tasks as cls(config=cfg)", who)
 
 
-# ---- report/runs.py: the output layout --------------------------------------------------------
+# ---- runlog/layout.py: the output layout --------------------------------------------------------
 
 
 def test_output_layout_matches_report_regexes(tmp_path, monkeypatch):
     from lm_eval.loggers import EvaluationTracker
     from lm_eval.loggers import evaluation_tracker as et_module
 
-    from edufair_metrics.report import runs
+    from edufair_metrics.records import RECORD_KEY
+    from edufair_metrics.runlog import layout
 
-    who = "edufair_metrics.report.runs (_RESULTS_RE, _SAMPLES_RE, find_model_dirs, tutor_name)"
+    who = "edufair_metrics.runlog.layout (RESULTS_RE, SAMPLES_RE, find_run_folders, tutor_name)"
     src = inspect.getsource(et_module)
     assert 'f"results_{self.date_id}.json"' in src, broken("results file is no longer results_<date_id>.json", who)
     assert 'f"samples_{task_name}_{self.date_id}.jsonl"' in src, broken(
@@ -750,20 +753,20 @@ def test_output_layout_matches_report_regexes(tmp_path, monkeypatch):
     task = "edufair_explicit_math"
     tracker.save_results_aggregated(results={"results": {task: {"alias": task}}, "config": {}}, samples=None)
     sample = {"doc_id": 0, "arguments": [("ctx", {})], "resps": [["r"]], "filtered_resps": [{}], "target": "a",
-              runs.RECORD_KEY: {"scores": {}}}
+              RECORD_KEY: {"scores": {}}}
     tracker.save_results_samples(task_name=task, samples=[sample])
 
     dirs = [d for d in out.iterdir() if d.is_dir()]
     assert [d.name for d in dirs] == ["org__tutor-7b"], broken(f"OUT/<model_name_sanitized>/ layout changed: {dirs}", who)
     names = sorted(p.name for p in dirs[0].iterdir())
-    results = [n for n in names if runs._RESULTS_RE.match(n)]
-    samples = [runs._SAMPLES_RE.match(n) for n in names if runs._SAMPLES_RE.match(n)]
+    results = [n for n in names if layout.RESULTS_RE.match(n)]
+    samples = [layout.SAMPLES_RE.match(n) for n in names if layout.SAMPLES_RE.match(n)]
     assert len(results) == 1 and len(samples) == 1, broken(f"report regexes do not match the files {names}", who)
-    ts = runs._RESULTS_RE.match(results[0]).group("ts")
+    ts = layout.RESULTS_RE.match(results[0]).group("ts")
     assert samples[0].group("task") == task and samples[0].group("ts") == ts, broken(
         f"samples file {samples[0].string} does not split into task {task!r} and the results timestamp {ts!r}", who)
-    assert runs.find_model_dirs(out) == [(dirs[0], None)]
+    assert layout.find_run_folders(out) == [layout.RunFolder(dirs[0])]
     data = json.loads((dirs[0] / results[0]).read_text())
-    assert runs.tutor_name(data) == "org/tutor-7b", broken(f"results JSON model_name is {data.get('model_name')!r}", who)
+    assert layout.tutor_name(data) == "org/tutor-7b", broken(f"results JSON model_name is {data.get('model_name')!r}", who)
     line = json.loads((dirs[0] / samples[0].string).read_text().splitlines()[0])
-    assert line.get(runs.RECORD_KEY) == {"scores": {}}, broken("sample dict keys are not written as given", who)
+    assert line.get(RECORD_KEY) == {"scores": {}}, broken("sample dict keys are not written as given", who)

@@ -147,7 +147,7 @@ def test_call_counts_land_in_the_results(bank_dir):
 
 
 def test_failed_attempts_count_http_failures_and_empty_answers_once():
-    from edufair_metrics.lmeval.task import failed_attempts
+    from edufair_metrics.lmeval.aggregations import failed_attempts
 
     api = {"http_attempts": 12, "http_failed_by_kind": {"http_5xx": 3, "bad_body": 1},
            "failed_attempts_by_kind": {"http_5xx": 1, "empty_output": 2}}

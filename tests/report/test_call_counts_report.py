@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 
 from edufair_metrics.analysis.params import StatParams
-from edufair_metrics.report.runs import load_runs
-from edufair_metrics.report.write import write_report
+from edufair_metrics.report.write import read_report_inputs, write_report
 
 from tests.helpers.synthetic_runs import make_scores, write_run
 
@@ -24,7 +23,7 @@ def test_failures_md_has_call_counts_per_role(tmp_path):
                       "failed": 1 if i == 0 else 0, "failed_by_kind": {"invalid_json": 1} if i == 0 else {}},
         }
     rf.write_text(json.dumps(data))
-    write_report(load_runs([tmp_path / "runs"]), tmp_path / "report", StatParams(n_boot=50), figures=False)
+    write_report(read_report_inputs([tmp_path / "runs"]), tmp_path / "report", StatParams(n_boot=50), figures=False)
     md = (tmp_path / "report" / "failures.md").read_text()
     n_tasks = len(data["results"])
     assert "## Model calls per role: org/tutor-a" in md
@@ -39,5 +38,5 @@ def test_failures_md_has_call_counts_per_role(tmp_path):
 
 def test_old_results_without_counts_say_so(tmp_path):
     write_run(tmp_path / "runs", "org/tutor-a", scores=make_scores(domains=("physics",), n_questions=20))
-    write_report(load_runs([tmp_path / "runs"]), tmp_path / "report", StatParams(n_boot=50), figures=False)
+    write_report(read_report_inputs([tmp_path / "runs"]), tmp_path / "report", StatParams(n_boot=50), figures=False)
     assert "hold no `edufair_calls`" in (tmp_path / "report" / "failures.md").read_text()

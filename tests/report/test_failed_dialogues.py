@@ -9,11 +9,11 @@ import json
 import pandas as pd
 import pytest
 
-from edufair_metrics.analysis import aggregations
+from edufair_metrics.lmeval import aggregations
 from edufair_metrics.analysis.frames import scores_frame
 from edufair_metrics.analysis.params import StatParams, analyse
 from edufair_metrics.cli import main as cli
-from edufair_metrics.report.runs import load_run
+from edufair_metrics.runlog import load_run
 from tests.helpers.synthetic_runs import make_scores, write_run
 
 N = 30

@@ -18,7 +18,7 @@ from edufair_metrics.analysis.noise import noise_headline
 from edufair_metrics.analysis.params import StatParams, analyse
 from edufair_metrics.cli import main as cli
 from edufair_metrics.records import DETECTOR_METRICS, JUDGE_OK, Turn, TurnJudgement
-from edufair_metrics.report.runs import load_run
+from edufair_metrics.runlog import load_run
 from tests.helpers.synthetic_runs import write_run
 
 N_Q = 20
@@ -91,7 +91,11 @@ def test_detector_contrasts_are_their_own_metric_kind(report):
 def test_detectors_do_not_change_the_pedagogical_numbers(report):
     root, out = report
     units = pd.read_csv(out / "units.csv")
-    plain = analyse([load_run(root / "run")], StatParams(n_boot=200))[2]  # loaded without detector scores
+    run = load_run(root / "run")
+    for ds in run.scores:  # the same dialogues without the detector metrics
+        for m in DETECTOR_METRICS:
+            ds.scores.pop(m, None)
+    plain = analyse([run], StatParams(n_boot=200))[2]
     assert not plain["metric"].isin(DETECTOR_METRICS).any()
     for kind in ("pedagogical", "conversation"):
         a = noise_headline(units, kind=kind)
@@ -260,28 +264,27 @@ def test_file_by_file_scan_equals_the_pooled_computation(tmp_path):
         leak_turn_rows,
     )
     from edufair_metrics.detectors import next_turn_rows, next_turn_summary
-    from edufair_metrics.report.judge_validity import (
-        judge_validity_markdown,
-        judge_validity_section,
-        judged_dialogues_of_run,
-        next_turn_table,
-        scan_runs,
-    )
+    from edufair_metrics.analysis.judge_validity import next_turn_table
+    from edufair_metrics.report.judge_validity import judge_validity_markdown, judge_validity_section
+    from edufair_metrics.report.write import read_report_inputs
+    from edufair_metrics.runlog import load_records
 
     for k, tutor in enumerate(("org/one", "org/two")):
         write_run(tmp_path / "o", tutor, conditions=("explicit", "implicit"), domains=("mathematics", "physics"),
                   n_questions=N_Q, seed=k, dialogue=dialogue, answer_forms=lambda s: ["42"])
-    runs = [load_run(p) for p in sorted((tmp_path / "o").iterdir())]
+    inputs = read_report_inputs(sorted((tmp_path / "o").iterdir()))
+    runs, scans = inputs.runs, inputs.scans
     params = StatParams(n_boot=100)
-    scans = scan_runs(runs, params)
-    assert [s.dialogues for s in scans] == [len(r.scores) for r in runs] and all(len(s.by_level) == 4 for s in scans)
-    everything = [d for r in runs for d in judged_dialogues_of_run(r)]
+    assert [s.dialogues for s in scans] == [len(r.scores) for r in runs]
+    assert all(len(s.by_level(n_boot=100)) == len({(d.domain, d.condition, d.level) for d in r.scores})
+               for s, r in zip(scans, runs))  # one agreement row per condition level
+    everything = [d for p in sorted((tmp_path / "o").iterdir()) for d in load_records(p)[1]]
     pooled = judge_validity_markdown(
         detector_by_level=detector_agreement_by_level(leak_turn_rows(everything), n_boot=100, seed=0),
         differential=differential_error(judge_validity_grid(everything, n_boot=100, seed=0, min_pairs=15,
                                                             ses_summary=params.ses_summary)))
-    assert judge_validity_section(runs, params, scans=scans) == pooled
-    rows = [r for d in everything for r in next_turn_rows(d.transcript, d.answer_forms, tutor=d.scores.tutor)]
+    assert judge_validity_section(scans, params) == pooled
+    rows = [r for d in everything for r in next_turn_rows(d.transcript, d.document.answer_forms, tutor=d.scores.tutor)]
     by = ("tutor", "domain", "condition", "dimension", "level")
     want = pd.DataFrame(next_turn_summary(rows, by=by))
     pd.testing.assert_frame_equal(next_turn_table(scans), want, check_dtype=False)

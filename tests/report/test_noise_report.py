@@ -13,12 +13,13 @@ import re
 import pandas as pd
 import pytest
 
-from edufair_metrics.analysis import aggregations
+from edufair_metrics.lmeval import aggregations
 from edufair_metrics.analysis.noise import noise_headline
 from edufair_metrics.analysis.params import StatParams, analyse, analyse_frame
 from edufair_metrics.cli import main as cli
 from edufair_metrics.records import PEDAGOGICAL_METRICS
-from edufair_metrics.report.runs import load_runs, scores_frame
+from edufair_metrics.analysis.frames import scores_frame
+from edufair_metrics.runlog import load_runs
 from tests.helpers.synthetic_runs import make_scores, write_run
 
 KW = dict(domains=("mathematics", "physics"), n_questions=40)

@@ -10,8 +10,7 @@ import pandas as pd
 
 from edufair_metrics.analysis.params import StatParams
 from edufair_metrics.placebo import replicate_level
-from edufair_metrics.report.runs import load_runs
-from edufair_metrics.report.write import write_report
+from edufair_metrics.report.write import read_report_inputs, write_report
 
 from tests.helpers.synthetic_runs import make_scores, write_run
 
@@ -29,8 +28,7 @@ def _with_replicate(scores, level="female", noise=0.0, seed=0):
 def test_report_shows_the_placebo_floor(tmp_path):
     scores = _with_replicate(make_scores(domains=("physics",), conditions=("explicit",), n_questions=60), noise=0.1)
     write_run(tmp_path / "runs", "org/tutor-a", scores=scores)
-    runs = load_runs([tmp_path / "runs"])
-    res = write_report(runs, tmp_path / "report", StatParams(n_boot=100), figures=False)
+    res = write_report(read_report_inputs([tmp_path / "runs"]), tmp_path / "report", StatParams(n_boot=100), figures=False)
     floor = pd.read_csv(tmp_path / "report" / "placebo.csv")
     assert len(floor) == 9 and set(floor["level"]) == {"female"} and set(floor["replicate"]) == {2}
     assert (floor["n_pairs"] == 60).all() and (floor["abs_r"] < 0.35).all()
@@ -45,7 +43,7 @@ def test_report_shows_the_placebo_floor(tmp_path):
 
 def test_report_without_replicate_says_how_to_get_one(tmp_path):
     write_run(tmp_path / "runs", "org/tutor-a", scores=make_scores(domains=("physics",), conditions=("explicit",), n_questions=20))
-    write_report(load_runs([tmp_path / "runs"]), tmp_path / "report", StatParams(n_boot=50), figures=False)
+    write_report(read_report_inputs([tmp_path / "runs"]), tmp_path / "report", StatParams(n_boot=50), figures=False)
     assert pd.read_csv(tmp_path / "report" / "placebo.csv").empty
     assert '"placebo"' in (tmp_path / "report" / "summary.md").read_text()
     assert "Placebo floor" not in (tmp_path / "report" / "table6_metric.md").read_text()

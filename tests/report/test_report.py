@@ -6,10 +6,11 @@ import math
 import pandas as pd
 import pytest
 
-from edufair_metrics.analysis import aggregations
+from edufair_metrics.lmeval import aggregations
 from edufair_metrics.cli import main as cli
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.report.runs import load_run, load_runs, parse_labels, scores_frame, tutor_name
+from edufair_metrics.analysis.frames import scores_frame
+from edufair_metrics.runlog import load_run, load_runs, parse_labels, tutor_name
 from edufair_metrics.analysis.stats import contrast_grid, dimension_summary, headline
 from tests.helpers.synthetic_runs import make_scores, write_run
 

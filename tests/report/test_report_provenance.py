@@ -82,7 +82,7 @@ def test_student_identity_decides_compatibility_not_its_endpoint():
     """The student's lm-eval class is part of its identity: the same model name served by another
     backend is another student; another endpoint for the same model is not."""
     from edufair_metrics.cache import model_identity
-    from edufair_metrics.report.runs import compat_fields
+    from edufair_metrics.runlog import compat_fields
 
     def fields(kind, args):
         return compat_fields({"models": {"student": model_identity(kind, args)}})["student model"]

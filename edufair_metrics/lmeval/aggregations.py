@@ -23,6 +23,10 @@ import math
 from collections import OrderedDict
 from typing import Any, Sequence
 
+from edufair_metrics.analysis.frames import scores_frame
+from edufair_metrics.analysis.noise import noise_headline
+from edufair_metrics.analysis.params import StatParams, analyse_frame
+from edufair_metrics.failures import sum_call_counts
 from edufair_metrics.records import DialogueScores, Transcript
 
 _CACHE: "OrderedDict[str, Any]" = OrderedDict()
@@ -31,9 +35,6 @@ _CACHE: "OrderedDict[str, Any]" = OrderedDict()
 def _units(items: Sequence[dict | None]):
     """Dimension-level units for one task's items (cached: lm-eval calls several aggregations
     on the same dialogues)."""
-    from edufair_metrics.analysis.frames import scores_frame
-    from edufair_metrics.analysis.params import StatParams, analyse_frame
-
     valid = [it for it in items if isinstance(it, dict)]
     key = hashlib.sha256(json.dumps(valid, sort_keys=True, default=str).encode()).hexdigest()
     if key in _CACHE:
@@ -51,8 +52,6 @@ def _units(items: Sequence[dict | None]):
 
 
 def _headline_value(items, kind: str, column: str) -> float:
-    from edufair_metrics.analysis.noise import noise_headline
-
     units = _units(items)
     if units is None:
         return math.nan
@@ -126,3 +125,37 @@ def nanmean(items: list[Any]) -> float:
 def complete_dialogues(items: list[Any]) -> float:
     """Number of dialogues that ended by the protocol's stop rule (not by a model failure)."""
     return float(sum(1 for r in items if Transcript.from_dict(r["transcript"]).complete))
+
+
+# ---- model-call counts -----------------------------------------------------------------------------
+# Failures EduFair finds in an answer lm-eval returned as a success (an HTTP attempt that "worked")
+_ANSWER_KINDS = ("empty_output", "empty_visible_turn")
+
+
+def failed_attempts(counts: dict[str, Any]) -> int:
+    """Every failed attempt of one role: for an API model each failed HTTP attempt (lm-eval's own
+    retries included) plus each answer that arrived empty; else each failed send (the judge's
+    sends are its HTTP requests)."""
+    sends = counts.get("failed_attempts_by_kind") or {}
+    if int(counts.get("http_attempts") or 0) > 0:
+        http = sum(int(v) for v in (counts.get("http_failed_by_kind") or {}).values())
+        return http + sum(int(sends.get(k, 0)) for k in _ANSWER_KINDS)
+    return sum(int(v) for v in sends.values())
+
+
+def summed_call_counts(items: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    """The per-role call counts of a task summed over its items: each rank's first document
+    carries that rank's ``{role: CallCounts dict}``, the others None."""
+    counts = (c for it in items if isinstance(it, dict) for c in it.values() if isinstance(c, dict))
+    return {c.role: c.to_dict() for c in sum_call_counts(counts)}
+
+
+def agg_call_counts(items: Sequence[Any]) -> float:
+    """The ``edufair_calls`` metric: failed model-call attempts of the task, all roles and ranks,
+    including those a retry recovered (0 = the endpoints never failed; NaN: no counts). lm-eval's
+    results hold scalars; the task also writes the per-role counts (requests, cached, coalesced,
+    distinct, sends, retried, recovered, failed by kind, HTTP attempts) into its config:
+    ``configs.<task>.metadata.edufair_calls`` of the same results_*.json, shown by `edufair report`
+    in failures.md."""
+    per_role = summed_call_counts(items)
+    return float(sum(failed_attempts(c) for c in per_role.values())) if per_role else math.nan

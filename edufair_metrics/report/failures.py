@@ -1,0 +1,124 @@
+"""The failure views of a report: every failure counted by kind per tutor, task and condition level
+(``failures.csv`` / ``failures.md``), the failed dialogues the statistics left out, the model calls
+per role, and the missing judge labels (``missing_labels.csv`` / ``.md``). Each view is a function
+of the loaded runs; :func:`failures_sections` lists the Markdown sections of failures.md in order
+(add a section there for a new view)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+import pandas as pd
+
+from edufair_metrics.failures import CallCounts, sum_call_counts
+from edufair_metrics.records import DialogueScores
+from edufair_metrics.report.tables import to_markdown
+from edufair_metrics.runlog import Run
+
+
+def failure_table(runs: Iterable[Run]):
+    """Failures counted by kind per tutor, task and condition level."""
+    cols = ["tutor", "task", "condition", "level", "stage", "kind"]
+    rows = [(r.label, *f) for r in runs for f in r.failures]
+    if not rows:
+        return pd.DataFrame(columns=cols + ["count"])
+    return pd.DataFrame(rows, columns=cols).groupby(cols, sort=True).size().reset_index(name="count")
+
+
+MISSING_LABEL_COLUMNS = ["dialogues", "sent_turns", "labelled_turns", "missing_turns", "missing_rate"]
+
+
+def missing_label_table(runs_or_scores: Iterable[Run] | Iterable[DialogueScores]):
+    """Missing judge labels per tutor, task, condition and level. ``sent_turns``: tutor turns sent
+    to the judge (missing ones included; called ``judged_turns`` before), ``labelled_turns``: those
+    labelled, ``missing_turns``: those not, ``missing_rate`` = missing_turns / sent_turns."""
+    scores: list[DialogueScores] = []
+    for x in runs_or_scores:
+        scores.extend(x.scores if isinstance(x, Run) else [x])
+    cols = ["tutor", "task", "condition", "dimension", "level"]
+    if not scores:
+        return pd.DataFrame(columns=cols + MISSING_LABEL_COLUMNS)
+    df = pd.DataFrame([{**{c: getattr(s, c) for c in cols}, "missing_turns": s.missing_turns,
+                        "sent_turns": s.sent_turns} for s in scores])
+    out = df.groupby(cols, sort=True).agg(
+        dialogues=("missing_turns", "size"), sent_turns=("sent_turns", "sum"),
+        missing_turns=("missing_turns", "sum")).reset_index()
+    out.insert(len(cols) + 2, "labelled_turns", out["sent_turns"] - out["missing_turns"])
+    out["missing_rate"] = out["missing_turns"] / out["sent_turns"].where(out["sent_turns"] > 0)
+    return out
+
+
+def failed_dialogue_counts(runs, keep_failed: bool):
+    """Dialogues ended by a failed call per tutor, task, condition and level, and whether the
+    statistics left them out (``excluded``)."""
+    cols = ["tutor", "task", "condition", "level"]
+    rows = [(r.label, s.task, s.condition, s.level) for r in runs for s in r.scores if s.failed]
+    if not rows:
+        return pd.DataFrame(columns=cols + ["failed_dialogues", "excluded"])
+    out = pd.DataFrame(rows, columns=cols).groupby(cols, sort=True).size().reset_index(name="failed_dialogues")
+    out["excluded"] = out["failed_dialogues"] * (0 if keep_failed else 1)
+    return out
+
+
+def failures_sections(runs, failures, keep_failed: bool) -> list[str]:
+    """The Markdown sections of ``failures.md``, in order (one string each): failures by kind, then
+    the failed dialogues the statistics left out. A new failure view appends a section here."""
+    sections = [to_markdown(
+        failures, "Failures by kind per task and condition level",
+        "stage student/tutor: the dialogue ended because that call still failed (its transcript records the error, "
+        "e.g. empty_visible_turn); stage judge: a tutor turn whose label is missing (never replaced by a value).")]
+    failed = failed_dialogue_counts(runs, keep_failed)
+    n = int(failed["failed_dialogues"].sum()) if len(failed) else 0
+    how = ("kept in the contrasts, scored on their partial turns (--keep-failed-dialogues)" if keep_failed else
+           "left out of the contrasts: the question's pairs with that level drop out "
+           "(--keep-failed-dialogues keeps them)")
+    sections.append(to_markdown(failed, "Failed dialogues in the statistics",
+                                f"{n} failed dialogue(s) {how}. They stay in levels.md (descriptive)."))
+    sections += call_count_sections(runs)
+    return sections
+
+
+def call_count_sections(runs) -> list[str]:
+    """Per tutor, the run's model calls per role summed over its tasks (results_*.json
+    ``configs.<task>.metadata.edufair_calls``): retries that succeeded leave no other trace."""
+    out = []
+    for run in runs:
+        counts = []
+        for per_role in (getattr(run, "call_counts", None) or {}).values():
+            counts += [c for c in per_role.values() if isinstance(c, dict) and c.get("role")]
+        if counts:
+            out.append(call_counts_markdown(counts, title=f"Model calls per role: {run.label}"))
+    if not out:
+        out.append("## Model calls per role\n\nThe results files hold no `edufair_calls` (runs made before "
+                   "EduFair counted calls).\n")
+    return out
+
+
+def _kinds(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "-"
+
+
+def call_counts_markdown(counts: Iterable[CallCounts | Mapping[str, Any]],
+                         title: str = "Model calls per role") -> str:
+    """A markdown section with one row per role (counts of the same role are summed)."""
+    rows = sum_call_counts(counts)
+    lines = [
+        f"## {title}", "",
+        "requests = cached + coalesced (identical request of the same turn, answered once) + distinct; "
+        "sends = how often distinct requests were sent; retried = distinct requests sent again after a "
+        "failed attempt (recovered = then answered); failed = distinct requests that still failed. "
+        "Failed attempts count every failure, also those a retry recovered. HTTP attempts (API "
+        "models) include lm-eval's own retries inside a send, which lm-eval does not report.", "",
+        "| role | requests | cached | coalesced | distinct | sends | retried | recovered | failed | failed by kind "
+        "| failed attempts by kind | HTTP attempts | failed HTTP attempts by kind |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---|",
+    ]
+    for c in rows:
+        lines.append(
+            f"| {c.role} | {c.requests} | {c.cached} | {c.coalesced} | {c.distinct} | {c.sends} | {c.retried} | "
+            f"{c.recovered} | {c.failed} | {_kinds(c.failed_by_kind)} | {_kinds(c.failed_attempts_by_kind)} | "
+            f"{c.http_attempts or '-'} | {_kinds(c.http_failed_by_kind)} |"
+        )
+    if not rows:
+        lines.append("| (no calls recorded) | | | | | | | | | | | | |")
+    return "\n".join(lines) + "\n"

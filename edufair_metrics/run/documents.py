@@ -1,0 +1,38 @@
+"""The documents of one task: the bank of its domain, the paper's fixed question sample when set,
+one document per (question, condition level), and the placebo replicates when set. lm-eval's task
+loads these as its dataset; :func:`edufair_metrics.run.run_task` runs them without lm-eval."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from edufair_metrics.bank import bank_path, load_bank
+from edufair_metrics.errors import EduFairError
+from edufair_metrics.protocol import expand_documents
+
+
+@dataclass(frozen=True)
+class TaskDocuments:
+    documents: list[dict[str, Any]]
+    sample: dict[str, Any] | None  # the question sample's provenance (None: the whole bank)
+    bank_file: Any  # the bank file read (its hash goes into provenance)
+
+
+def task_documents(task: str, condition: str, domain: str, settings) -> TaskDocuments:
+    """One document per (question, level), question-major, for the task ``task`` of ``condition``
+    in ``domain`` under the runner ``settings`` (levels, bank_dir, sample, placebo)."""
+    items = load_bank(domain, settings.bank_dir)
+    sample = None
+    if settings.sample is not None:
+        # the paper's fixed stratified subsample: the same questions for every tutor and condition
+        selected = settings.sample.select(items)
+        sample = settings.sample.provenance(items, selected)
+        items = selected
+    levels = list(settings.levels) if settings.levels is not None else None
+    docs = expand_documents(items, condition, levels)
+    if settings.placebo is not None:  # one level again, independent tutor sampling
+        docs = settings.placebo.expand(docs, task)
+    if not docs:
+        raise EduFairError(f"{task}: the bank for {domain} is empty")
+    return TaskDocuments(docs, sample, bank_path(domain, settings.bank_dir))

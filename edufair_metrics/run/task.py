@@ -1,0 +1,112 @@
+"""One EduFair task run end to end without lm-eval's evaluator (after HELM's ``Runner.run_one`` and
+Inspect's ``task_run``): documents in, dialogue records and call counts out.
+
+    result = run_task(spec, settings, documents, tutor=RoleModel(tutor_chat_model, identity),
+                      student=RoleModel(student_chat_model, identity), judge=judge_settings, cache=cache)
+
+The dialogues of all documents run together (``dialogue.loop.run_dialogues``: one batched call per
+side and turn), every tutor turn is judged (``judge_settings`` None: labels recorded missing,
+``judge_disabled``), and each dialogue becomes a :class:`~edufair_metrics.records.DialogueRecord`
+(``runlog.build``). lm-eval's task (``edufair_metrics.lmeval.task.EduFairTask``) only adapts the
+harness to this function: its LM becomes the tutor, its documents and decoding settings the spec.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from edufair_metrics.cache import CallCache
+from edufair_metrics.dialogue import DialogueState
+from edufair_metrics.dialogue.generation import CachedGenerator, ChatModel
+from edufair_metrics.dialogue.loop import run_dialogues
+from edufair_metrics.judge.prompt import judge_prompts_path
+from edufair_metrics.judge.settings import JudgeSettings
+from edufair_metrics.provenance import run_provenance
+from edufair_metrics.records import DialogueRecord, DocumentFacts
+from edufair_metrics.runlog.build import judge_and_build
+
+log = logging.getLogger("edufair")
+
+
+@dataclass(frozen=True)
+class RoleModel:
+    """A model in one role of the dialogue (tutor or student): the model, the identity its calls
+    are cached under (None: its calls are not cached, so that no other model can ever receive its
+    answers) and where that identity came from (recorded in provenance)."""
+
+    model: ChatModel
+    identity: dict[str, Any] | None
+    identity_source: str = "model"
+    kind: str | None = None  # the model's class, for provenance when it has no identity
+
+    def provenance(self) -> dict[str, Any]:
+        ident = self.identity or {"kind": self.kind or type(self.model).__name__, "model_args": {}}
+        return {**ident, "identity_source": self.identity_source}
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """What one task is: its name, condition and domain, and what the harness decides about it
+    (the tutor's decoding, a system instruction, seeds, the question sample, the bank file)."""
+
+    name: str
+    condition: str
+    domain: str
+    tutor_gen_kwargs: dict[str, Any]
+    system_instruction: str | None = None
+    seeds: dict[str, Any] = field(default_factory=dict)
+    sample: dict[str, Any] | None = None  # provenance of the question sample, when one was drawn
+    bank_file: Path | None = None
+
+
+@dataclass
+class TaskResult:
+    """The records of one task run (in document order), each role's call counts
+    (``failures.CallCounts.to_dict()``), the judging summary and the run's provenance."""
+
+    records: list[DialogueRecord]
+    call_counts: dict[str, dict[str, Any]]
+    judge_summary: dict[str, Any]
+    provenance: dict[str, Any]
+
+
+def run_task(spec: TaskSpec, settings, documents: Sequence[dict[str, Any]], *, tutor: RoleModel, student: RoleModel,
+             judge: JudgeSettings | None, cache: CallCache | None, doc_ids: Sequence[int] | None = None,
+             progress: bool = True) -> TaskResult:
+    """Run ``documents`` (lm-eval documents of ``spec``'s task, e.g. from
+    :func:`edufair_metrics.run.task_documents`) to their stop, judge them and build their records.
+    ``settings``: the resolved runner settings (``max_tutor_turns``, ``overlap``, the student's
+    decoding). ``doc_ids``: the documents' ids in the task (default 0..n-1)."""
+    documents = list(documents)
+    doc_ids = list(range(len(documents))) if doc_ids is None else list(doc_ids)
+    if len(doc_ids) != len(documents):
+        raise ValueError(f"{len(doc_ids)} document ids for {len(documents)} documents")
+    tutor_gk = dict(spec.tutor_gen_kwargs)
+    student_gk = dict(settings.student.generation_kwargs)
+    provenance = run_provenance(
+        bank_file=spec.bank_file or Path(""), domain=spec.domain, judge_prompts_file=judge_prompts_path(),
+        models={"tutor": tutor.provenance(), "student": student.identity or {}},
+        decoding={"tutor": tutor_gk, "student": student_gk}, max_tutor_turns=settings.max_tutor_turns,
+        seeds=dict(spec.seeds), sample=spec.sample,
+    )
+    tutor_gen = CachedGenerator(tutor.model, "tutor", tutor.identity or {}, cache if tutor.identity else None)
+    student_gen = CachedGenerator(student.model, "student", student.identity or {}, cache if student.identity else None)
+    for generator in (tutor_gen, student_gen):
+        if hasattr(generator.model, "counts"):
+            generator.model.counts = generator.counts  # HTTP attempts, incl. lm-eval's silent retries
+    states = [DialogueState(doc=doc) for doc in documents]
+    log.info("edufair: %s: %d dialogues, up to %d tutor turns", spec.name, len(states), settings.max_tutor_turns)
+    run_dialogues(tutor_gen, student_gen, states, max_tutor_turns=settings.max_tutor_turns, tutor_gen_kwargs=tutor_gk,
+                  student_gen_kwargs=student_gk, system_instruction=spec.system_instruction, label=spec.name,
+                  overlap=settings.overlap)
+    transcripts = [s.to_transcript(task=spec.name, doc_id=i) for s, i in zip(states, doc_ids)]
+    summary: dict[str, Any] = {}
+    records = judge_and_build(transcripts, judge=judge, cache=cache, documents=[DocumentFacts.from_doc(d) for d in documents],
+                              run_provenance=provenance, progress=progress, summary=summary)
+    counts = {"tutor": tutor_gen.counts.to_dict(), "student": student_gen.counts.to_dict()}
+    if summary.get("calls"):
+        counts["judge"] = dict(summary["calls"])
+    return TaskResult(records, counts, summary, provenance)

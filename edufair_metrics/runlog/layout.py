@@ -1,0 +1,181 @@
+"""Where lm-eval puts a run's files, and what its results files say about it: the ONE place that
+knows ``lm_eval --output_path OUT --log_samples``'s layout.
+
+lm-eval writes ``OUT/<model_name_sanitized>/results_<ts>.json`` and, per task,
+``samples_<task>_<ts>.jsonl`` (one line per document, the EduFair record under ``edufair_record``).
+A *run folder* is one model folder. Inside it every task is taken from the *newest* timestamp that
+has a samples file for it (tasks run separately into one OUT are all found, and a re-run replaces the
+older one); a results file given explicitly pins its timestamp.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from edufair_metrics.errors import EduFairError
+from edufair_metrics.io import read_json
+
+RESULTS_RE = re.compile(r"^results_(?P<ts>.+)\.json$")
+SAMPLES_RE = re.compile(r"^samples_(?P<task>.+)_(?P<ts>[^_]+)\.jsonl$")
+# results_*.json: configs.<task>.metadata.<CALL_COUNTS_KEY> holds the task's per-role call counts
+CALL_COUNTS_KEY = "edufair_calls"
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """One model folder of an lm-eval output, and the results file that pins it (or None)."""
+
+    path: Path
+    pinned: Path | None = None
+
+
+def is_results_file(path: Path) -> bool:
+    return bool(RESULTS_RE.match(path.name))
+
+
+def is_samples_file(path: Path) -> bool:
+    return bool(SAMPLES_RE.match(path.name))
+
+
+def samples_task(path: Path) -> str | None:
+    """The task name in a samples file's name (None for other files)."""
+    m = SAMPLES_RE.match(path.name)
+    return m.group("task") if m else None
+
+
+def _has_results(d: Path) -> bool:
+    return any(is_results_file(p) for p in d.iterdir() if p.is_file())
+
+
+def find_run_folders(path: str | Path) -> list[RunFolder]:
+    """The run folders of an OUT folder, a model folder or a results JSON."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise EduFairError(f"no such file or directory: {p}")
+    if p.is_file():
+        if not is_results_file(p):
+            raise EduFairError(f"{p}: expected an lm-eval results_<timestamp>.json file")
+        return [RunFolder(p.parent, p)]
+    if _has_results(p):
+        return [RunFolder(p)]
+    subs = sorted(d for d in p.iterdir() if d.is_dir() and _has_results(d))
+    if not subs:
+        raise EduFairError(f"no lm-eval results_*.json in {p} or its subfolders (run lm_eval with --output_path and --log_samples)")
+    return [RunFolder(d) for d in subs]
+
+
+@dataclass
+class ResultsFacts:
+    """What EduFair reads from the results files of one run folder."""
+
+    model_name: str | None = None
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)  # task -> lm-eval metrics
+    call_counts: dict[str, dict[str, Any]] = field(default_factory=dict)  # task -> per-role counts
+
+
+@dataclass
+class RunFiles:
+    """The files of one run folder that a report reads: per task the samples file used, and the
+    results files they belong to (newest first)."""
+
+    folder: RunFolder
+    samples: dict[str, Path]
+    results_files: list[Path]
+    facts: ResultsFacts
+
+
+def run_files(folder: RunFolder) -> RunFiles:
+    """Per task the samples file of the newest timestamp that has one (or of the pinned results
+    file), and what those results files say."""
+    model_dir = folder.path
+    results_files = sorted((f for f in model_dir.iterdir() if is_results_file(f)),
+                           key=lambda f: RESULTS_RE.match(f.name).group("ts"))
+    if folder.pinned is not None:
+        results_files = [folder.pinned]
+    samples_by_ts: dict[str, dict[str, Path]] = {}
+    for f in model_dir.iterdir():
+        m = SAMPLES_RE.match(f.name)
+        if m:
+            samples_by_ts.setdefault(m.group("ts"), {})[m.group("task")] = f
+    chosen: dict[str, Path] = {}
+    used: list[Path] = []
+    facts = ResultsFacts()
+    for rf in reversed(results_files):  # newest first
+        ts = RESULTS_RE.match(rf.name).group("ts")
+        new = {t: f for t, f in samples_by_ts.get(ts, {}).items() if t not in chosen}
+        if not new:
+            continue
+        data = read_json(rf)
+        if not isinstance(data, dict):
+            raise EduFairError(f"{rf}: not an lm-eval results file")
+        facts.model_name = facts.model_name or tutor_name(data)
+        for t in new:
+            facts.metrics[t] = (data.get("results") or {}).get(t, {})
+            meta = ((data.get("configs") or {}).get(t) or {}).get("metadata") or {}
+            if isinstance(meta.get(CALL_COUNTS_KEY), dict):
+                facts.call_counts[t] = meta[CALL_COUNTS_KEY]
+        chosen.update(new)
+        used.append(rf)
+    if not chosen:
+        raise EduFairError(f"{model_dir}: no samples_<task>_<timestamp>.jsonl next to the results file (run lm_eval with --log_samples)")
+    return RunFiles(folder, chosen, used, facts)
+
+
+# model_args keys that name the tutor, most specific first
+_NAME_KEYS = ("peft", "delta", "pretrained", "model", "path", "engine")
+
+
+def tutor_name(results: dict[str, Any]) -> str | None:
+    """Tutor identity from an lm-eval results JSON: ``model_name``, else ``pretrained=`` /
+    ``model=`` (or peft/path/engine) in ``config.model_args``, a mapping or a ``k=v,...`` string
+    read by lm-eval's own parser."""
+    name = results.get("model_name")
+    if isinstance(name, str) and name.strip():
+        return name.strip()
+    args = (results.get("config") or {}).get("model_args")
+    if isinstance(args, str):
+        from lm_eval.utils import simple_parse_args_string  # lazy: lm-eval's import costs ~0.2 s
+
+        try:
+            args = simple_parse_args_string(args)
+        except (ValueError, TypeError):
+            args = {}
+    if isinstance(args, dict):
+        for k in _NAME_KEYS:
+            if args.get(k):
+                return str(args[k]).strip()
+    model = (results.get("config") or {}).get("model")
+    return str(model) if model else None
+
+
+def find_samples(inputs: list[str]) -> list[Path]:
+    """Every samples file given, or found recursively under given folders (each once)."""
+    files: list[Path] = []
+    for item in inputs:
+        p = Path(item)
+        if p.is_dir():
+            found = sorted(f for f in p.rglob("samples_*.jsonl") if is_samples_file(f))
+            if not found:
+                raise EduFairError(f"{p}: no samples_*.jsonl files in this directory")
+            files.extend(found)
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise EduFairError(f"{p}: no such file or directory")
+    seen: set[Path] = set()
+    unique = []
+    for f in files:
+        r = f.resolve()
+        if r not in seen:
+            seen.add(r)
+            unique.append(f)
+    return unique
+
+
+def newest_outputs(out: Path) -> tuple[list[Path], list[Path]]:
+    """The results and samples files under an lm-eval output folder (sorted by name)."""
+    return (sorted(f for f in out.glob("*/results_*.json") if is_results_file(f)),
+            sorted(f for f in out.glob("*/samples_*.jsonl") if is_samples_file(f)))

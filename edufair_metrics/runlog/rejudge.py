@@ -1,0 +1,129 @@
+"""Re-judging stored transcripts (``edufair judge``), without regenerating dialogues.
+
+Reads every ``samples_*.jsonl`` given (or found recursively under given folders); each record's
+transcript is judged again (all files in one concurrent batch, through the persistent cache) and
+its record rebuilt (:func:`~edufair_metrics.runlog.build.judge_and_build`: new labels and scores,
+the generating run's provenance with the new judge's part). The output folder has the layout of
+an lm-eval output folder, so every command that reads a run reads it (generate on one machine,
+judge on another, report):
+
+    OUT/<model folder>/samples_<task>_<ts>.jsonl   the same lines, ``edufair_record`` replaced
+    OUT/<model folder>/results_<ts>.json           the run's results file, or a minimal one
+    OUT/judge_summary.json                         settings without any key, counts, missing labels
+
+Inputs are never modified; every file is written atomically.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from edufair_metrics.cache import CallCache
+from edufair_metrics.errors import EduFairError
+from edufair_metrics.io import atomic_write_json, atomic_write_jsonl, iter_jsonl, read_json
+from edufair_metrics.judge.settings import JudgeSettings
+from edufair_metrics.records import ALL_METRICS, RECORD_KEY, DialogueRecord
+from edufair_metrics.runlog.build import judge_and_build
+from edufair_metrics.runlog.layout import RESULTS_RE, SAMPLES_RE, find_samples
+
+REJUDGED_KEY = "edufair_rejudged"  # in a results file written by re-judging: what was re-judged
+
+
+@dataclass(frozen=True)
+class RejudgeResult:
+    files: list[Path]
+    outputs: list[str]
+    dialogues: int
+    summary: dict[str, Any]
+
+
+def _results_for(samples: Path) -> Path | None:
+    """The results file of the same lm-eval run as ``samples`` (same folder and timestamp)."""
+    m = SAMPLES_RE.match(samples.name)
+    if not m:
+        return None
+    candidate = samples.parent / f"results_{m.group('ts')}.json"
+    return candidate if candidate.is_file() else None
+
+
+def rejudge_samples(inputs: list[str], out_dir: Path, *, judge: JudgeSettings, cache: CallCache | None = None,
+                    progress: bool = True) -> RejudgeResult:
+    """Judge again the transcripts of lm-eval samples files (or folders of them) and write them, as a
+    run folder per input model folder, into ``out_dir`` (see the module docstring)."""
+    files = find_samples(inputs)
+    out_dir = Path(out_dir)
+    targets: dict[Path, Path] = {}
+    for f in files:
+        target = out_dir / f.parent.name / f.name
+        if target in targets.values():
+            raise EduFairError(f"two inputs would be written to {target}; re-judge them separately")
+        if target.resolve() == f.resolve():
+            raise EduFairError(f"--out {out_dir} would overwrite the input {f}; choose another folder")
+        targets[f] = target
+
+    lines: list[tuple[Path, list[dict[str, Any]]]] = []
+    records: list[DialogueRecord] = []
+    for f in files:
+        rows = []
+        for lineno, obj in iter_jsonl(f):
+            rec = obj.get(RECORD_KEY) if isinstance(obj, dict) else None
+            if not isinstance(rec, dict) or not isinstance(rec.get("transcript"), dict):
+                raise EduFairError(f"{f}:{lineno}: no edufair_record.transcript in this line")
+            try:
+                records.append(DialogueRecord.from_dict(rec, doc=obj.get("doc")))
+            except (TypeError, ValueError, KeyError) as exc:
+                raise EduFairError(f"{f}:{lineno}: malformed transcript ({exc})") from exc
+            rows.append(obj)
+        lines.append((f, rows))
+
+    summary: dict[str, Any] = {}
+    rebuilt = judge_and_build([r.transcript for r in records], judge=judge, cache=cache,
+                              documents=[r.document for r in records], provenances=[r.provenance for r in records],
+                              progress=progress, summary=summary)
+    it = iter(rebuilt)
+    written = []
+    for f, rows in lines:
+        new_rows = []
+        for obj in rows:
+            record = next(it)
+            new = dict(obj)
+            new[RECORD_KEY] = record.to_dict()
+            for metric in ALL_METRICS:  # the per-metric values lm-eval logged beside the record
+                if metric in new:
+                    value = record.scores.scores.get(metric)
+                    new[metric] = None if value is None or value != value else value
+            new_rows.append(new)
+        written.append(str(atomic_write_jsonl(targets[f], new_rows)))
+        _write_results(f, targets[f], judge)
+    judge_info = rebuilt[0].judge if rebuilt else None
+    atomic_write_json(out_dir / "judge_summary.json",
+                      {"inputs": [str(f) for f in files], "outputs": written, "judge": judge_info, "summary": summary})
+    return RejudgeResult(files=files, outputs=written, dialogues=len(records), summary=summary)
+
+
+def _write_results(samples: Path, target: Path, judge: JudgeSettings) -> None:
+    """The results file beside a re-judged samples file: the run's own (its metrics are the old
+    judge's, so the record is what reports read), marked as re-judged; or a minimal one."""
+    m = SAMPLES_RE.match(target.name)
+    ts = m.group("ts") if m else "rejudged"
+    dest = target.parent / f"results_{ts}.json"
+    source = _results_for(samples)
+    data: dict[str, Any] = read_json(source) if source is not None else {}
+    if not isinstance(data, dict):
+        data = {}
+    if not source:
+        data = {"model_name": samples.parent.name, "results": {}, "configs": {}}
+    marks = data.get(REJUDGED_KEY) if isinstance(data.get(REJUDGED_KEY), dict) else {}
+    marks[m.group("task") if m else target.stem] = {"from": str(samples), "judge_model": judge.model}
+    data[REJUDGED_KEY] = marks
+    if dest.exists():  # another task of the same run, re-judged in the same call: keep its marks
+        try:
+            old = json.loads(dest.read_text(encoding="utf-8"))
+            data[REJUDGED_KEY] = {**(old.get(REJUDGED_KEY) or {}), **marks}
+        except (OSError, ValueError):
+            pass
+    assert RESULTS_RE.match(dest.name)
+    atomic_write_json(dest, data)
