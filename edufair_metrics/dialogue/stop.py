@@ -2,7 +2,7 @@
 or confirmed the student's correct answer, or T_max tutor turns were generated.
 
 "Revealed" and "confirmed" are judged on what the turns *state*, not on which words occur
-(``answer_match.find_stated_answer``): a gold inside a question, negated, hypothetical, one side of
+(``protocol.matching.find_stated_answer``): a gold inside a question, negated, hypothetical, one side of
 an alternative, a step number or an operand is not stated. The tutor
 
 * reveals when it states the gold as an answer (``tutor_states_gold``);
@@ -23,7 +23,7 @@ import re
 from typing import Callable
 
 from edufair_metrics.dialogue.state import DialogueState, StopEvidence
-from edufair_metrics.protocol.answer_match import (
+from edufair_metrics.protocol.matching import (
     asked_at,
     find_stated_answer,
     gold_mentioned,

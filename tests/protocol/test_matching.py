@@ -1,4 +1,4 @@
-"""Deterministic gold-answer detector: positive and negative cases."""
+"""The gold-answer matchers of ``protocol.matching``: positive and negative cases."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from edufair_metrics.protocol.answer_match import (
+from edufair_metrics.protocol.matching import (
     AnswerMatch,
     find_stated_answer,
     mentions_answer,
