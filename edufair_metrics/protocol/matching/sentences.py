@@ -56,10 +56,6 @@ class Sentence:
     end: int
     clauses: tuple[Clause, ...]
 
-    @property
-    def is_question(self) -> bool:
-        return any(c.interrogative for c in self.clauses)
-
 
 def split_sentences(text: str) -> list[Sentence]:
     """The sentences of ``text`` (blank ones dropped), each with its clauses."""

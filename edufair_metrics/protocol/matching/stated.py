@@ -35,10 +35,13 @@ __all__ = [
 # * it is hypothetical or reported: "if", "whether", "suppose", "you said", "you think" earlier in
 #   its clause;
 # * it is one side of an alternative ("42 or 24", "either X or Y");
-# * (numbers) it is a step, ordinal or list number ("step 2", "2 steps", "part 2", "question 2",
-#   "#2", a line starting "2." / "2)", an inline "2)" enumeration), or an operand of an
-#   arithmetic expression ("42 minus 12", "12 + 42", "subtract 12 from 42"), not its result
-#   ("84 / 2 = 42", "84 divided by 2 is 42" state 42).
+# * (numbers) it is a step, ordinal, label or list number ("step 2", "2 steps", "part 2",
+#   "question 2", "page 42", "example 12", "#2", a line starting "2." / "2)", an inline "2)"
+#   enumeration), or an operand of an arithmetic expression ("42 minus 12", "12 + 42", "subtract
+#   12 from 42"), not its result ("84 / 2 = 42", "84 divided by 2 is 42" state 42). A noun that
+#   counts the tutoring ("2 steps", "5 minutes") does not discard a number in an explicit answer
+#   frame ("the answer is 3 steps", "the final answer: 5 minutes"), unless it is a distance or
+#   what is left to do ("the answer is 2 steps away", "... 3 more steps").
 #
 # Small numbers are common in ordinary prose ("two forces act", "one way", "none of these"), so a
 # *weak* mention (number words zero..ten and "none" in any domain; every number in a science
@@ -48,9 +51,20 @@ __all__ = [
 # of the question ("two forces" for "How many forces...?"). "none of ..." never counts; a science
 # count gold is matched by its word and its digits ("two" / "2"), "none" also by "zero" / "0".
 #
-# With ``allow_tentative`` (the student's side of the stop rule) a question whose interrogative
-# part is only the candidate answer proposes it: "Is it 42?", "Maybe gravity?", "42 pages?" state
-# 42 / gravity, but "Is it 42 minus 12?" and "Is it gravity or friction?" do not.
+# With ``allow_tentative`` (the student's side of the stop rule: the turn answers the question)
+#
+# * a question whose interrogative part is only the candidate answer proposes it: "Is it 42?",
+#   "Maybe gravity?", "42 pages?" state 42 / gravity, but "Is it 42 minus 12?", "Is it gravity or
+#   friction?" and "So 2 more steps?" (a count of the tutoring, as above) do not;
+# * a weak mention that closes a declarative clause also states it after a predicate verb
+#   ("Carbon has four.", "Each friend gets two.", "I counted three.", "I'd say 2."), after
+#   hedging adverbs only ("Definitely three."), with a trailing hedge ("There are two I think.")
+#   or as the whole set ("two of them"; "none of ..." still never counts). A preposition,
+#   determiner or label before the number ("divided it by two", "into two", "group two") never
+#   qualifies, and steps and operands are discarded as for the tutor. The tutor's side keeps the
+#   stricter frame: its prose counts many things ("Hydrogen has one, oxygen has two."), and a tutor
+#   statement stops the dialogue on its own, while a student statement needs the tutor's
+#   affirmation as well.
 
 
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u2212": "-"})
@@ -155,16 +169,61 @@ _STEP_NOUNS = (
     r"sub-?steps?|pages?\s+back|options?|choices?|tasks?|rounds?|lines?|sections?|chapters?|equations?|"
     r"rules?|cases?|levels?|grades?|figures?|tables?|methods?"
 )
-_STEP_BEFORE = re.compile(rf"\b(?:{_STEP_NOUNS}|no\.|number|#)\s*(?:#|no\.)?\s*$", re.IGNORECASE)
+# Labels of the material rather than values: "page 42", "example 12", "slide 8", "row 15".
+_LABEL_NOUNS = r"pages?|p\.|pp\.|paragraphs?|rows?|columns?|slides?|examples?|box|boxes|cards?|worksheets?|lessons?"
+_STEP_BEFORE = re.compile(rf"\b(?:{_STEP_NOUNS}|{_LABEL_NOUNS}|no\.|number|#)\s*(?:#|no\.)?\s*$", re.IGNORECASE)
 # Nouns that count the tutoring itself ("2 steps", "3 hints", "2 ways", "5 minutes"), not the problem;
 # ignored when the question itself counts them ("How many steps...?").
 _STEP_AFTER = re.compile(
-    r"^\s*(?:(?:more|quick|simple|easy|small|short|main|key|separate|little|big|different|further|"
+    r"^\s*(?:(?P<mod>more|quick|simple|easy|small|short|main|key|separate|little|big|different|further|"
     r"important|basic|clear|other|possible|useful|good)\s+)?(?P<noun>steps?|parts?|stages?|phases?|hints?|"
     r"sub-?questions?|sub-?steps?|ways?|approaches|approach|methods?|strategies|strategy|tips?|things?|tries|"
     r"try|attempts?|examples?|questions?|minutes?|seconds?|options?|ideas?|points?|rules?|tricks?)\b",
     re.IGNORECASE,
 )
+# An explicit answer frame right before the mention ("the answer is", "the correct answer is",
+# "the final answer:", "is the answer"): what follows is the answer even when a noun that otherwise
+# counts the tutoring comes after it ("the answer is 3 steps", "the answer is 5 minutes"), unless
+# the frame is the object of something else ("getting to the answer is 3 steps") or the count is
+# a distance or what is still to do ("the answer is 2 steps away", "the answer is 3 more steps").
+_ANSWER_FRAME = re.compile(
+    r"\b(?:(?:the|my|our)\s+)?(?:(?:correct|right|final|actual|real|true|exact)\s+)?answer"
+    r"(?:(?:'s|\s+(?:is|was|would\s+be|should\s+be|will\s+be|must\s+be))\s*[:=]?|\s*[:=])\s*"
+    r"(?:(?:just|only|exactly|simply|actually|then|indeed|still)\s+)?$"
+    r"|\b(?:is|was|would)\s+(?:it\s+|that\s+|be\s+)?the\s+(?:(?:correct|right|final)\s+)?answer\s+$",
+    re.IGNORECASE,
+)
+_FRAME_AS_OBJECT = re.compile(
+    r"\b(?:to|at|for|of|from|towards?|with|on|about|into|by|reach(?:es|ed|ing)?|find(?:s|ing)?|get(?:s|ting)?|"
+    r"found|got)\s+$",
+    re.IGNORECASE,
+)
+_COUNT_STILL_TO_DO = frozenset("more further other few".split())
+_COUNT_DISTANCE = re.compile(
+    r"^\s*(?:away|ahead|long|left|to\s+go|further|later|back|behind|beyond|off|"
+    r"from\s+(?:here|now|there|the\s+(?:answer|end|solution)))\b",
+    re.IGNORECASE,
+)
+
+
+def _answer_frame_before(prefix: str) -> bool:
+    m = _ANSWER_FRAME.search(prefix)
+    return bool(m) and not _FRAME_AS_OBJECT.search(prefix[:m.start()])
+
+
+def _counts_the_tutoring(before: str, suffix: str, question_words: frozenset[str]) -> bool:
+    """The number counts steps, hints, minutes... of the tutoring ("2 steps", "3 hints"), not the
+    problem: not when the question counts them too, nor in an explicit answer frame. ``before``:
+    the text before the number; ``suffix``: the rest of its clause."""
+    step = _STEP_AFTER.match(suffix)
+    if not step or step.group("noun").lower() in question_words:
+        return False
+    if _answer_frame_before(before):
+        still_to_do = (step.group("mod") or "").lower() in _COUNT_STILL_TO_DO
+        return still_to_do or bool(_COUNT_DISTANCE.match(suffix[step.end():]))
+    return True
+
+
 _LINE_MARKER = re.compile(r"^[ \t*\-\u2022]*\(?\d+[.)]\s", re.MULTILINE)
 _OPERATOR_AFTER = re.compile(
     r"^\s*(?:[-+*/\u00d7\u00f7\u00b7^]\s*[\d(.$]|x\s*\d|%\s*of\b|percent\s+of\b|(?:plus|minus|times|"
@@ -198,6 +257,22 @@ _NOT_BEFORE_COUNT = frozenset(
 )
 _COPULA = frozenset("is are was were be it's that's equals makes gives".split())
 _TRAILING_FILLER = frozenset("at all in total altogether overall then of them".split())
+# The student's side (the turn answers the question): a clause-final count after a predicate verb
+# ("Carbon has four.", "Each friend gets two.", "I counted three.", "I'd say 2."), after hedging
+# adverbs only ("Definitely three."), with a trailing hedge ("There are two I think.") or as a whole
+# set ("two of them"). Prepositions, determiners and labels before the number never qualify.
+_PREDICATE_VERBS = _COPULA | frozenset(
+    "has have had gets get got needs need needed make made give gave contains contain contained holds hold "
+    "held forms form formed shares share shared count counted counts find found see saw say said fills fill "
+    "filled takes take took uses use used gains gain gained loses lose lost carries carry keeps keep kept "
+    "produces produce produced becomes become became remains remain reaches reach".split()
+)
+_STUDENT_HEDGES = frozenset(
+    "definitely surely certainly clearly obviously honestly basically pretty sure totally i'd i'll "
+    "i'm say".split()
+)
+_STUDENT_TAIL = frozenset("i think guess believe suppose reckon maybe probably perhaps each left altogether".split())
+_WHOLE_SET = frozenset("them these those".split())
 _QUESTION_STOP = frozenset(
     "what which who whom whose why how where when many much does do did is are was were the and for "
     "with that this these those from into have has had there their they them its it's can could would "
@@ -221,11 +296,17 @@ def _words(s: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(s)]
 
 
-def _has_answer_frame(text: str, clause: Clause, m: _Mention, question_words: frozenset[str]) -> bool:
+def _has_answer_frame(text: str, clause: Clause, m: _Mention, question_words: frozenset[str],
+                      student: bool = False) -> bool:
     prefix, suffix = text[clause.start:m.start], text[m.end:clause.end]
     if _STRONG_CUE.search(prefix):
         return True
     after = _words(suffix)
+    if student:
+        if (after[:1] == ["of"] and after[1:2] and after[1] in _WHOLE_SET
+                and text[m.start:m.end].lower() not in NONE_WORDS):
+            after = after[2:]  # "two of them": the whole set ("none of them" still never counts)
+        after = [w for w in after if w not in _STUDENT_TAIL]
     if after[:1] == ["of"]:
         return False  # "none of these", "two of the forces"
     if after and after[0] in question_words:
@@ -236,7 +317,12 @@ def _has_answer_frame(text: str, clause: Clause, m: _Mention, question_words: fr
     before = _words(prefix)
     # "It's two.", "There are two." (only fillers before), or "The work done is zero." (a copula
     # right before a clause-final number).
-    return all(w in _FILLER for w in before) or (bool(before) and before[-1] in _COPULA)
+    if all(w in _FILLER for w in before) or (bool(before) and before[-1] in _COPULA):
+        return True
+    if not student:
+        return False
+    core = [w for w in before if w not in _STUDENT_HEDGES]
+    return all(w in _FILLER for w in core) or core[-1] in _PREDICATE_VERBS
 
 
 _RANGE_BEFORE = re.compile(r"(?:\b(?:from|between)\s+\S+\s+(?:to|and)|\d\s*(?:to|-)|\bout\s+of|\bscale\s+of)\s*$",
@@ -264,17 +350,21 @@ def _discarded(text: str, clause: Clause, m: _Mention, question_words: frozenset
         return True
     if _ALTERNATIVE_BEFORE.search(prefix) or _ALTERNATIVE_AFTER.match(suffix):
         return True
-    if m.numeric:
-        step = _STEP_AFTER.match(suffix)
-        if _STEP_BEFORE.search(prefix) or (step and step.group("noun").lower() not in question_words):
-            return True
-        if _RANGE_BEFORE.search(prefix) or _RANGE_AFTER.match(suffix):
-            return True  # "from 1 to 10", "10 out of 10"
-        if text[m.start:m.end].isdigit() and _list_marker(text, m):
-            return True
-        if _OPERATOR_AFTER.match(text[m.end:]) or _OPERATOR_BEFORE.search(text[:m.start]):
-            return True
-    return False
+    return m.numeric and _not_a_value(text, clause, m, question_words)
+
+
+def _not_a_value(text: str, clause: Clause, m: _Mention, question_words: frozenset[str]) -> bool:
+    """(numbers) A step, label, range bound, list marker or operand, not a value stated as such."""
+    prefix, suffix = text[clause.start:m.start], text[m.end:clause.end]
+    # the frame may end the clause before ("The final answer: 24 questions"), so it is read on the
+    # whole text before the mention (anchored at the mention)
+    if _STEP_BEFORE.search(prefix) or _counts_the_tutoring(text[:m.start], suffix, question_words):
+        return True
+    if _RANGE_BEFORE.search(prefix) or _RANGE_AFTER.match(suffix):
+        return True  # "from 1 to 10", "10 out of 10"
+    if text[m.start:m.end].isdigit() and _list_marker(text, m):
+        return True
+    return bool(_OPERATOR_AFTER.match(text[m.end:]) or _OPERATOR_BEFORE.search(text[:m.start]))
 
 
 _TENTATIVE_LEAD = re.compile(
@@ -320,7 +410,9 @@ def find_stated_answer(
     it is stated (see the comment block above): not asked, negated, hypothetical, an alternative,
     a step/list number or an operand; weak mentions (small numbers) also need an answer frame.
     ``question`` (the item's question) lets "two forces" count for "How many forces...?".
-    ``allow_tentative``: a question that only offers the candidate ("Is it 42?") proposes it.
+    ``allow_tentative`` (the student's side): a question that only offers the candidate ("Is it
+    42?") proposes it, and a count closing a declarative clause after a verb ("Carbon has four.")
+    states it.
     """
     if not text or not answer_forms:
         return None
@@ -339,6 +431,8 @@ def find_stated_answer(
             if not allow_tentative:
                 continue
             if _tentative_proposal(prepared, sentence, m):
+                if m.numeric and _not_a_value(prepared, clause, m, question_words):
+                    continue  # "So 2 more steps?", "Maybe 2 hints?": a count of the tutoring
                 # A bare proposal ("Is it two?") needs no further frame; the lead-in is its frame.
                 return AnswerMatch(m.start, m.end, prepared[m.start:m.end],
                                    prepared[sentence.start:sentence.end].strip())
@@ -347,7 +441,7 @@ def find_stated_answer(
             # "So each lap is 3 km?": a statement with a question mark, judged as a statement.
         if _discarded(prepared, clause, m, question_words):
             continue
-        if m.weak and not _has_answer_frame(prepared, clause, m, question_words):
+        if m.weak and not _has_answer_frame(prepared, clause, m, question_words, student=allow_tentative):
             continue
         return AnswerMatch(m.start, m.end, prepared[m.start:m.end], prepared[sentence.start:sentence.end].strip())
     return None
