@@ -18,7 +18,7 @@ from edufair_metrics.detectors import (
     next_turn_summary,
 )
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.protocol.answer_match import find_stated_answer
+from edufair_metrics.protocol.matching import find_stated_answer
 from edufair_metrics.records import Transcript, Turn
 
 

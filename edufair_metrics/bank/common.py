@@ -10,7 +10,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Sequence, TypeVar
 
-from edufair_metrics.protocol.answer_match import normalize_answer
+from edufair_metrics.protocol.matching import normalize_answer
 from edufair_metrics.errors import EduFairError
 
 BANK_VERSION = "1.0"
@@ -60,7 +60,7 @@ def canonical_number(text: str, where: str = "") -> str:
 
 def numeric_answer_forms(canonical: str) -> list[str]:
     """Common renderings of a numeric gold: plain, thousands-grouped, with a trailing ".0".
-    Currency and words are left to the matcher (``answer_match``), which parses numbers."""
+    Currency and words are left to the matcher (``protocol.matching``), which parses numbers."""
     forms = [canonical]
     value = Decimal(canonical)
     if value == value.to_integral_value():

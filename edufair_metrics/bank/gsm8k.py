@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edufair_metrics.protocol.answer_match import mentions_answer
+from edufair_metrics.protocol.matching import mentions_answer
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import iter_jsonl, sha256_file
 from edufair_metrics.records import GRADES, BankItem

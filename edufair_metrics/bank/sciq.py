@@ -41,7 +41,7 @@ from typing import Any, Mapping
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import parse_json, sha256_file
 from edufair_metrics.records import GRADES, BankItem
-from edufair_metrics.protocol.answer_match import mentions_answer
+from edufair_metrics.protocol.matching import mentions_answer
 from edufair_metrics.bank.common import clean_text, item_id, seeded_sample, text_answer_forms
 
 SOURCE = "sciq"
@@ -536,7 +536,7 @@ def parameters(cap: int | None, seed: int, variant: str = DEFAULT_VARIANT, optio
         "classifier": {"type": "LogisticRegression", **LOGREG_PARAMS, "C": options.classifier_c, "class_weight": options.class_weight},
         "classifier_text": "question + ' ' + support",
         "confidence_min": options.confidence_min,
-        "drop_answer_in_question": "gold occurs in the question (answer_match.mentions_answer), after the confidence filter",
+        "drop_answer_in_question": "gold occurs in the question (matching.mentions_answer), after the confidence filter",
         "cap": cap,
         "seed": seed,
     }

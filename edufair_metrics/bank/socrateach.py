@@ -13,7 +13,7 @@ A dialogue passes when (paper §3.1.2):
 (ii)  >= 2 student errors: replies whose ``user_type`` classifies as an error;
 (iii) >= 1 correct or partially correct reply after the last error;
 (iv)  no explicit ground-truth disclosure: no teacher utterance states the gold answer
-      (``answer_match.mentions_answer``, after removing a verbatim copy of the problem text)
+      (``matching.mentions_answer``, after removing a verbatim copy of the problem text)
       before the student has stated it in an earlier reply (a reply "states" it when the matcher
       finds the gold value in it, even as an operand). Confirming a student's correct answer is
       therefore not disclosure; revealing it first is.
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edufair_metrics.protocol.answer_match import mentions_answer
+from edufair_metrics.protocol.matching import mentions_answer
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import read_json, sha256_file
 from edufair_metrics.records import GRADES, BankItem
@@ -286,7 +286,7 @@ def parameters(cap: int | None, seed: int) -> dict[str, Any]:
         "min_exchanges": MIN_EXCHANGES,
         "min_student_errors": MIN_ERRORS,
         "min_correct_after_last_error": MIN_CORRECT_AFTER_LAST_ERROR,
-        "no_tutor_disclosure": "teacher states gold (answer_match) before the student did; problem text removed first",
+        "no_tutor_disclosure": "teacher states gold (matching.mentions_answer) before the student did; problem text removed first",
         "user_type_mapping": "partial|incomplete -> partial; incorrect|wrong|error|mistake|misconception -> error; "
         "correct|right -> correct; else other",
         "problem_kept_if": "at least one dialogue passes",

@@ -3,7 +3,7 @@ computed from stored transcripts alone, without model calls, so old runs can be 
 
 Turn level
     ``leaks_answer(text, answer_forms, domain)``: the text states the gold answer *as an answer*.
-        It is :func:`edufair_metrics.protocol.answer_match.find_stated_answer`, the matcher the stop
+        It is :func:`edufair_metrics.protocol.matching.find_stated_answer`, the matcher the stop
         rule uses: string-level and conservative (a gold inside a question, negated, hypothetical or
         used as an operand does not count; paraphrased reveals are missed by design, so the rate is
         a lower bound on disclosure).
@@ -31,7 +31,7 @@ from typing import Any, Iterable
 
 from edufair_metrics.detectors.reasoning import attempts_reasoning
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.protocol.answer_match import find_stated_answer
+from edufair_metrics.protocol.matching import find_stated_answer
 from edufair_metrics.records import DOMAINS, STOP_STUDENT_FAILED, STOP_TUTOR_FAILED, DialogueScores, Transcript
 
 # The per-dialogue detector metrics that get contrasts in the grid (a third metric kind); defined in

@@ -11,6 +11,9 @@ Mathematics (and, as computations, science too) — any of
       "double 9"), or an operation verb with a result ("I added them and got 11");
     * an equation: ``=`` (or "equals") with an expression or variable on the left ("x + 3 = 7",
       "9 × 2 = 18", "F = ma"); "answer = 18" is a bare guess, not an equation;
+    * a division written with a slash and a result verb instead of ``=`` ("12/4 gives 3",
+      "60/5 makes 12", "10/2 is 5", "I did 36/4 and got 9"); a bare fraction ("Is it 3/4?",
+      "The answer is 3/4.") is a number, not a computation;
     * a variable assignment ("let x be the number of …", "let n = 5", "call it x");
     * a percentage or fraction of a quantity ("25% of 20", "30 percent of the price",
       "half of 40", "3/4 of 12").
@@ -100,8 +103,23 @@ _PART_OF = re.compile(
     rf"one\s+quarter|one\s+half|two\s+thirds|three\s+quarters|double|twice|triple))\s+of\s+{_QUANTITY}",
     re.IGNORECASE,
 )
-# A fraction literal ("3/4") is a number, not a division being carried out ("Is it 3/4?").
-_FRACTION_LITERAL = re.compile(r"(?<![\w./])\d+/\d+(?![\w./])")
+# A fraction literal ("3/4") is a number, not a division being carried out ("Is it 3/4?", also at
+# the end of a sentence: "The answer is 3/4.").
+_FRACTION_LITERAL = re.compile(r"(?<![\w./])\d+/\d+(?![\w/]|\.\d)")
+# ... unless a result follows it through a verb instead of "=": "12/4 gives 3", "60/5 makes 12",
+# "10/2 is 5", "100/20 which is 5 m/s", "I did 36/4 and got 9". The result is a number, or a
+# number word that is not itself a fraction or a choice ("1/2 is one half", "3/4 is one option").
+_RESULT_VERB = (
+    r"(?:is|gives?|gave|makes?|made|equals?|comes\s+to|came\s+to|would\s+be|will\s+be|should\s+be|leaves|"
+    r"yields|->|\u2192|(?:which|that)\s+(?:is|makes|gives)|that'?s|so\s+(?:it'?s|that'?s)|"
+    r"and\s+(?:got|get|gets|that'?s|it'?s|that\s+makes))"
+)
+_DIVISION_WITH_RESULT = re.compile(
+    rf"(?<![\w./])\d+(?:\.\d+)?/\d+(?:\.\d+)?(?![\w/])\s*,?\s*{_RESULT_VERB}\s+(?:(?:you|us|me|about|exactly|just)\s+)*"
+    rf"(?:{_NUMBER}(?![\d/])|\b{_NUMWORD}\b(?!\s+(?:of|halves|half|thirds?|quarters?|fourths?|fifths?|ways?|answers?|"
+    rf"options?|choices?|guess)\b))",
+    re.IGNORECASE,
+)
 _MATH_PATTERNS = (_EXPR_NUMERIC, _EXPR_ALGEBRA, _EXPR_WORDS, _VERB_TWO_OPERANDS, _VERB_ONE_OPERAND, _VERB_WITH_RESULT, _EQUATION,
                   _ASSIGNMENT)
 
@@ -145,7 +163,7 @@ def _fold(text: str) -> str:
 
 
 def _math_attempt(text: str) -> bool:
-    if _PART_OF.search(text):
+    if _PART_OF.search(text) or _DIVISION_WITH_RESULT.search(text):
         return True
     plain = _FRACTION_LITERAL.sub("1", text)
     return any(pattern.search(plain) for pattern in _MATH_PATTERNS)

@@ -2,17 +2,21 @@
 or confirmed the student's correct answer, or T_max tutor turns were generated.
 
 "Revealed" and "confirmed" are judged on what the turns *state*, not on which words occur
-(``answer_match.find_stated_answer``): a gold inside a question, negated, hypothetical, one side of
+(``protocol.matching.find_stated_answer``): a gold inside a question, negated, hypothetical, one side of
 an alternative, a step number or an operand is not stated. The tutor
 
 * reveals when it states the gold as an answer (``tutor_states_gold``);
 * confirms when the previous student turn stated the gold (a tentative "Is it 42?" counts as
-  proposing 42) and the tutor either states it too or affirms the student
+  proposing 42, a declarative "Carbon has four." states four) and the tutor either states it
+  too or affirms the student
   (``tutor_affirms_student``): an affirmation that opens the turn ("Yes!", "Exactly, ...",
   "Right -") or that refers to the student's answer anywhere outside a question ("that's
   correct", "you're right", "you got it", "well done"). An affirmation is void when it is negated
   ("not correct", "not quite", "isn't right", "not exactly"), when the opening sentence rejects or
   hedges ("No,", "almost", "on the right track", "wrong"), or when the turn rejects the gold.
+  For a number gold, an affirmation in a sentence that states other numbers, or right after such a
+  sentence, is about those numbers. Sentences are the matcher's (``protocol.matching.sentences``):
+  a decimal point never ends one, so "You wrote 1.5. That's correct." is about 1.5, not 5.
 
 The evidence (rule, matched span, turn indices) is stored in ``DialogueState.stop_evidence``.
 """
@@ -23,14 +27,15 @@ import re
 from typing import Callable
 
 from edufair_metrics.dialogue.state import DialogueState, StopEvidence
-from edufair_metrics.protocol.answer_match import (
-    asked_at,
+from edufair_metrics.protocol.matching import (
     find_stated_answer,
     gold_mentioned,
     is_numeric_gold,
+    locate,
     negates_answer,
     numbers_in_text,
     prepare_text,
+    split_sentences,
 )
 from edufair_metrics.records import STOP_ANSWER_CONFIRMED, STOP_ANSWER_REVEALED, STOP_MAX_TURNS
 
@@ -98,11 +103,6 @@ _HEDGE_AFTER = re.compile(
     r"double-?check|re-?check|missing|wrong|incorrect|it's\s+not|that's\s+not|is\s+it)\b",
     re.IGNORECASE,
 )
-_SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+|\n|$)")
-
-
-def _sentence_spans(text: str) -> list[tuple[int, int]]:
-    return [(m.start(), m.end()) for m in _SENTENCE.finditer(text) if text[m.start():m.end()].strip()]
 
 
 def find_affirmation(text: str, *, about_other_number: Callable[[str], bool] = lambda _: False) -> str | None:
@@ -112,29 +112,31 @@ def find_affirmation(text: str, *, about_other_number: Callable[[str], bool] = l
     affirmation in it (or right after it, "You doubled 12 to get 24. That's correct.") is about that
     number, not about the student's answer ("Yes, 84 pages are left.")."""
     prepared = prepare_text(text)
-    spans = _sentence_spans(prepared)
-    if not spans or _OPENS_WITH_REJECTION.match(prepared):
+    # The matcher's splitter: a decimal point ("1.5") never ends a sentence, so the sentence an
+    # affirmation sits in (and the one before it) is the one the matcher reads.
+    sentences = split_sentences(prepared)
+    if not sentences or _OPENS_WITH_REJECTION.match(prepared):
         return None
     candidates: list[tuple[int, int, bool]] = []  # (start, end, opening)
-    first_start = spans[0][0]
     for pattern in (_AFFIRM_OPENING_STRONG, _AFFIRM_OPENING_WEAK):
-        m = pattern.match(prepared, first_start)
+        m = pattern.match(prepared)
         if m:
             candidates.append((m.start("word"), m.end("word"), True))
             break
     candidates += [(m.start(), m.end(), False) for m in _AFFIRM_ANYWHERE.finditer(prepared)]
     for start, end, opening in sorted(candidates):
-        i = next(k for k, (a, b) in enumerate(spans) if a <= start < b)
-        s_start, s_end = spans[i]
+        where = locate(sentences, start)
+        if where is None or where[1].interrogative:
+            continue  # asked ("Is that correct?"), not affirmed
+        i = next(k for k, s in enumerate(sentences) if s is where[0])
+        s_start, s_end = where[0].start, where[0].end
         sentence, before, after = prepared[s_start:s_end], prepared[s_start:start], prepared[end:s_end]
-        if asked_at(prepared, start):
-            continue
         if _REJECTION_BEFORE.search(before) or _HEDGE_AFTER.search(after):
             continue
         if not opening:
             if _NEGATED_AFFIRM.search(before) or _WITHHELD_AFFIRM.search(before) or _SCOPED_AFFIRM.match(after):
                 continue
-        previous = prepared[spans[i - 1][0]:spans[i - 1][1]] if i > 0 else ""
+        previous = prepared[sentences[i - 1].start:sentences[i - 1].end] if i > 0 else ""
         if about_other_number(sentence) or (not opening and not re.search(r"\d", sentence)
                                             and previous and about_other_number(previous)):
             continue

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from edufair_metrics import cli
-from edufair_metrics.protocol.answer_match import mentions_answer, normalize_answer
+from edufair_metrics.protocol.matching import mentions_answer, normalize_answer
 from edufair_metrics.bank import load_bank
 from edufair_metrics.bank import gsm8k, sciq
 from edufair_metrics.bank.build import build_bank

@@ -17,7 +17,7 @@ from edufair_metrics.bank import socrateach as st
 from edufair_metrics.bank.build import build_bank, parse_caps, resolve_caps
 from edufair_metrics.bank.common import DEFAULT_CAPS, seeded_sample
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.protocol.answer_match import mentions_answer
+from edufair_metrics.protocol.matching import mentions_answer
 from tests.helpers.paths import FIXTURES
 
 SOCRATEACH_FIXTURE = FIXTURES / "socrateach_multi.json"

@@ -1,4 +1,4 @@
-"""Deterministic gold-answer detector: positive and negative cases."""
+"""The gold-answer matchers of ``protocol.matching``: positive and negative cases."""
 
 from __future__ import annotations
 
@@ -6,14 +6,16 @@ from fractions import Fraction
 
 import pytest
 
-from edufair_metrics.protocol.answer_match import (
+from edufair_metrics.protocol.matching import (
     AnswerMatch,
     find_stated_answer,
+    locate,
     mentions_answer,
     negates_answer,
     normalize_answer,
     numbers_in_text,
     parse_number,
+    split_sentences,
 )
 
 M = "mathematics"
@@ -252,3 +254,111 @@ def test_mentions_answer_is_unchanged_for_bank_checks():
     # the bank builders still need plain occurrence, including inside a question
     assert mentions_answer("Do they increase or decrease?", ["decrease"], "chemistry")
     assert mentions_answer("Is it 42 or 44?", F42, M)
+
+
+# ---------------------------------------------------------------------------------------------
+# the one sentence splitter
+# ---------------------------------------------------------------------------------------------
+
+def test_sentences_do_not_split_at_a_decimal_point():
+    text = "You wrote 1.5 for the first part. That's $7.50, right?\nNext"
+    assert [text[s.start:s.end] for s in split_sentences(text)] == [
+        "You wrote 1.5 for the first part.", "That's $7.50, right?", "Next"]
+    second = split_sentences(text)[1]
+    assert [c.interrogative for c in second.clauses] == [False, True]  # a tag question
+    sentence, clause = locate(split_sentences(text), text.index("right"))
+    assert sentence == second and clause.interrogative
+
+
+# ---------------------------------------------------------------------------------------------
+# answer frames, labels, the student's declarative turns (issue 20, item 3)
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "text, forms, domain, span",
+    [
+        ("The answer is 3 steps.", ["3"], M, "3"),
+        ("So the correct answer is 5 minutes.", ["5"], M, "5"),
+        ("The final answer: 24 questions.", ["24"], M, "24"),
+        ("The answer is: 24 questions.", ["24"], M, "24"),
+        ("The answer is two phases.", ["two"], "chemistry", "two"),
+    ],
+)
+def test_an_answer_frame_states_a_count_of_steps_or_minutes(text, forms, domain, span):
+    assert find_stated_answer(text, forms, domain).text == span
+
+
+@pytest.mark.parametrize(
+    "text, forms",
+    [
+        ("The answer is 2 steps away.", ["2"]),
+        ("The answer is just 3 more steps.", ["3"]),
+        ("The answer is 2 steps long.", ["2"]),
+        ("Getting to the answer is 3 steps.", ["3"]),
+        ("Finding the answer is 3 steps of work.", ["3"]),
+        ("You are 2 steps from the answer.", ["2"]),
+        ("The answer takes 3 steps.", ["3"]),
+        ("The answer is on page 42.", F42),
+        ("See example 12 for the method.", ["12"]),
+        ("The answer is in row 15.", ["15"]),
+        ("Turn to slide 8.", ["8"]),
+    ],
+)
+def test_counts_of_the_tutoring_and_labels_are_not_stated(text, forms):
+    assert find_stated_answer(text, forms, M) is None
+
+
+QV = "How many valence electrons does a carbon atom have?"
+QF = "How many forces act on a book resting on a table?"
+
+
+@pytest.mark.parametrize(
+    "text, forms, domain, question",
+    [
+        ("Carbon has four.", ["four"], "chemistry", QV),
+        ("An oxygen molecule has two.", ["two"], "chemistry", QV),
+        ("Each friend gets two.", ["2"], M, "How many apples does each friend get?"),
+        ("I counted three.", ["three"], "physics", QF),
+        ("Definitely three.", ["three"], "physics", QF),
+        ("There are two I think.", ["two"], "physics", QF),
+        ("So there are two of them.", ["two"], "physics", QF),
+        ("I'd say 2.", ["2"], "physics", QF),
+        ("Helium would gain none.", ["none"], "chemistry", QV),
+        ("The answer is 4 ways.", ["4"], M, "How many codes are possible?"),
+    ],
+)
+def test_declarative_student_counts(text, forms, domain, question):
+    assert find_stated_answer(text, forms, domain, question=question, allow_tentative=True) is not None
+    # the tutor's side keeps the stricter frame (its prose counts many things) unless framed
+    if "answer" not in text:
+        assert find_stated_answer(text, forms, domain, question=question) is None
+
+
+@pytest.mark.parametrize(
+    "text, forms, domain",
+    [
+        ("I divided it by two.", ["two"], "physics"),
+        ("I multiplied by two.", ["2"], M),
+        ("I split it into two.", ["two"], "physics"),
+        ("It's in group two.", ["two"], "chemistry"),
+        ("I'm on step two.", ["two"], "physics"),
+        ("I need two hints.", ["two"], "physics"),
+        ("None of them.", ["none"], "physics"),
+        ("Two of the forces cancel.", ["two"], "physics"),
+        ("There are two protons.", ["two"], "chemistry"),
+        ("There are two or three.", ["two"], "physics"),
+        ("I don't think there are two.", ["two"], "physics"),
+        ("I only know two.", ["two"], "physics"),
+        ("So 2 more steps?", ["2"], M),
+        ("Maybe 2 hints?", ["2"], "physics"),
+        ("Is it 2 steps?", ["2"], M),
+    ],
+)
+def test_student_numbers_that_are_no_answer(text, forms, domain):
+    assert find_stated_answer(text, forms, domain, question=QF, allow_tentative=True) is None
+
+
+def test_a_proposal_may_count_what_the_question_counts():
+    q = "How many steps does the staircase have?"
+    assert find_stated_answer("Is it 12 steps?", ["12"], M, question=q, allow_tentative=True) is not None
+    assert find_stated_answer("Is the answer 3 steps?", ["3"], M, question="How far?", allow_tentative=True) is not None

@@ -1,0 +1,155 @@
+"""Number scanners shared by the stop rule's matcher (:mod:`.stated`) and the stop rule itself.
+
+* :func:`parse_number`: a whole string as one number ("$1,000", "-3.50", "3/4", "18%");
+* :func:`numbers_in_text`: every plain number token of a text;
+* :func:`number_spans`: where a text mentions one of a set of gold values: number tokens,
+  scaled numbers ("14 thousand"), numbers with a glued unit ("3km"), fractions ("3/4",
+  ``\\frac{3}{4}``, only for a non-integer gold) and number words ("eighteen"; "two", "none").
+
+A number glued to a letter ("18th", "2x", "H2O") is not a number token; the minus sign is a sign
+only when it is not a binary operator ("20-3" is subtraction).
+
+(:mod:`.mention`, the frozen bank-selection matcher, keeps its own copies of these scanners.)
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from fractions import Fraction
+
+__all__ = [
+    "NONE_WORDS", "NumberSpan", "SMALL_WORDS", "TEENS", "TENS", "UNITS", "number_spans", "numbers_in_text",
+    "parse_number", "small_number_word",
+]
+
+# A number token: not glued to a word character or a decimal point on the left, not glued to a
+# word character on the right. The minus sign is a sign only when the character before it is
+# not a word character or a closing bracket (otherwise it is subtraction: "20-3").
+NUMBER_RE = re.compile(
+    r"(?<![\w.\)\]])(?P<neg>[-\u2212](?=\.?\d))?"
+    r"(?<![\w.])"
+    r"(?:(?P<int>\d{1,3}(?:,\d{3})+(?![\d,])|\d+)(?:\.(?P<dec>\d+))?|\.(?P<dec_only>\d+))"
+    r"(?![\w])"
+)
+# "3/4" (no spaces: with spaces it reads as a division being set up) and LaTeX \frac{3}{4}.
+FRACTION_RE = re.compile(
+    r"(?<![\w.])(?P<num>\d+)/(?P<den>\d+)(?![\w.])|\\d?frac\{\s*(?P<lnum>\d+)\s*\}\{\s*(?P<lden>\d+)\s*\}"
+)
+# "3km", "18kg": a number with its unit glued on (the span is the number).
+GLUED_UNIT_RE = re.compile(
+    r"(?<![\w.,])(?P<num>\d+(?:\.\d+)?)(?:km|cm|mm|kg|mg|ml|mph|kmh|hrs?|mins?|secs?|lbs?|ft|oz|kwh|hz|kpa)\b",
+    re.IGNORECASE,
+)
+# "14 thousand", "1.5 million".
+SCALED_RE = re.compile(r"(?<![\w.,])(?P<num>\d+(?:\.\d+)?)\s+(?P<scale>thousand|million|billion)\b", re.IGNORECASE)
+SCALES = {"thousand": 1000, "million": 10**6, "billion": 10**9}
+
+UNITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+TEENS = ["ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
+         "eighteen", "nineteen"]
+TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+# Number words 11..99 are evidence on their own; 0..10 are too common in prose ("one way").
+WORD_MIN, WORD_MAX = 11, 99
+SMALL_WORDS = {w: i for i, w in enumerate(UNITS)} | {"ten": 10}
+NONE_WORDS = ("none",)
+
+
+def number_words(value: int) -> list[str]:
+    """English spellings of 11..99 as regex fragments ("twenty[- ]five")."""
+    if value < 20:
+        return [TEENS[value - 10]]
+    tens, units = divmod(value, 10)
+    if units == 0:
+        return [TENS[tens]]
+    return [TENS[tens] + r"[\s\-]+" + UNITS[units]]
+
+
+def small_number_word(n: int) -> str:
+    """The word for 0..10 ("zero" ... "ten")."""
+    return UNITS[n] if n < 10 else "ten"
+
+
+def _fold(text: str) -> str:
+    # NFKC folds full-width digits and ligatures; casefold for case-insensitive matching.
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def parse_number(text: str) -> Fraction | None:
+    """Parse a whole string as one number ("$1,000", "-3.50", "3/4", "18%"); None otherwise."""
+    s = _fold(text).strip().replace("\u2212", "-")
+    s = re.sub(r"^\$\s*|\s*(?:%|dollars?)$", "", s).strip()
+    s = s.lstrip("$").strip()
+    m = re.fullmatch(r"(-)?\s*(\d+)\s*/\s*(\d+)", s)
+    if m:
+        if int(m.group(3)) == 0:
+            return None
+        value = Fraction(int(m.group(2)), int(m.group(3)))
+        return -value if m.group(1) else value
+    m = re.fullmatch(r"(-)?(\d{1,3}(?:,\d{3})+|\d+)?(?:\.(\d+))?", s)
+    if not m or (m.group(2) is None and m.group(3) is None):
+        return None
+    value = Fraction(int((m.group(2) or "0").replace(",", "")))
+    if m.group(3):
+        value += Fraction(int(m.group(3)), 10 ** len(m.group(3)))
+    return -value if m.group(1) else value
+
+
+def _token_value(m: re.Match[str]) -> Fraction:
+    """The value of one :data:`NUMBER_RE` match."""
+    int_part = m.group("int")
+    dec = m.group("dec") or m.group("dec_only")
+    value = Fraction(int(int_part.replace(",", ""))) if int_part else Fraction(0)
+    if dec:
+        value += Fraction(int(dec), 10 ** len(dec))
+    return -value if m.group("neg") else value
+
+
+def numbers_in_text(text: str) -> list[Fraction]:
+    """All plain number tokens of ``text`` (fractions a/b contribute their two parts)."""
+    return [_token_value(m) for m in NUMBER_RE.finditer(_fold(text))]
+
+
+@dataclass(frozen=True)
+class NumberSpan:
+    """Where a text mentions a gold value; ``word``: written as a number word 0..10 or "none"."""
+
+    start: int
+    end: int
+    word: bool = False
+
+
+def number_spans(text: str, golds: frozenset[Fraction], *, zero_as_none: bool = False) -> list[NumberSpan]:
+    """Every place where ``text`` mentions one of the values ``golds``, in the order of the scanners
+    (tokens, scaled, glued units, fractions, words). ``zero_as_none``: a gold 0 is also "none"."""
+    out: list[NumberSpan] = []
+    for m in NUMBER_RE.finditer(text):
+        if _token_value(m) in golds:
+            out.append(NumberSpan(m.start(), m.end()))
+    for m in SCALED_RE.finditer(text):  # "14 thousand", "1.5 million"
+        v = parse_number(m.group("num"))
+        if v is not None and v * SCALES[m.group("scale").lower()] in golds:
+            out.append(NumberSpan(m.start(), m.end()))
+    for m in GLUED_UNIT_RE.finditer(text):  # "3km", "18kg": a number with its unit glued on
+        if parse_number(m.group("num")) in golds:
+            out.append(NumberSpan(m.start(), m.end("num")))
+    non_integer = {g for g in golds if g.denominator != 1}
+    for m in FRACTION_RE.finditer(text):
+        num, den = (m.group("num"), m.group("den")) if m.group("num") else (m.group("lnum"), m.group("lden"))
+        if int(den) != 0 and Fraction(int(num), int(den)) in non_integer:
+            out.append(NumberSpan(m.start(), m.end()))
+    for g in golds:
+        if g.denominator != 1 or abs(g.numerator) > WORD_MAX:
+            continue
+        n = abs(g.numerator)
+        if n >= WORD_MIN:
+            words, small = "|".join(number_words(n)), False
+        else:
+            words, small = small_number_word(n), True
+            if n == 0 and zero_as_none:
+                words = "none|zero"
+        neg = r"(?:negative|minus)\s+" if g < 0 else r"(?<!negative )(?<!minus )"
+        for m in re.finditer(rf"(?<![\w-]){neg}(?:{words})(?![\w-])", text, re.IGNORECASE):
+            out.append(NumberSpan(m.start(), m.end(), small))
+    return out
