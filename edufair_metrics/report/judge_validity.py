@@ -141,7 +141,7 @@ def compare_judgings(path_a: str | Path, path_b: str | Path, params, *, n_boot_a
 
     from edufair_metrics.analysis.frames import scores_frame
     from edufair_metrics.analysis.judge_validity import contrast_comparison, match_judgings, second_judge_agreement
-    from edufair_metrics.analysis.stats import contrast_grid
+    from edufair_metrics.analysis.grid import contrast_grid
 
     label, a = load_judged(path_a)
     _, b = load_judged(path_b, tutor=label)  # same transcripts, same tutor: rows line up
@@ -463,7 +463,7 @@ def judge_validity_section(runs, params, *, agreement_dir: str | Path | None = N
 
     from edufair_metrics.analysis.judge_validity import differential_error, judge_validity_grid
     from edufair_metrics.analysis.frames import scores_frame
-    from edufair_metrics.analysis.stats import contrast_grid
+    from edufair_metrics.analysis.grid import contrast_grid
 
     contingent, names = read_agreement_dir(agreement_dir) if agreement_dir else (None, None)
     human = read_human_dir(human_dir) if human_dir else None

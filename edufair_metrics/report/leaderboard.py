@@ -35,8 +35,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from edufair_metrics.analysis.grid import headline
+from edufair_metrics.analysis.noise import noise_headline
 from edufair_metrics.analysis.params import StatParams, analyse
+from edufair_metrics.analysis.ranks import rank_intervals
 from edufair_metrics.io import atomic_write_json, atomic_write_text
+from edufair_metrics.records import PEDAGOGICAL_METRICS
+from edufair_metrics.report.judge_validity import add_detector_scores
+from edufair_metrics.report.runs import missing_label_table
+from edufair_metrics.report.tables import to_markdown
+from edufair_metrics.report.write import versions
 
 PRIMARY = "ped excess |r̄|"
 PRIMARY_QUANTITY = "excess_abs_r"  # analysis.ranks quantity behind PRIMARY
@@ -58,10 +66,6 @@ def leaderboard_table(df, units, ranks=None):
     noise columns of ``analysis.params.analyse``) and ``ranks`` (``analysis.ranks.rank_intervals``;
     None: no rank interval, ranked by the point value only)."""
     import pandas as pd
-
-    from edufair_metrics.analysis.noise import noise_headline
-    from edufair_metrics.analysis.stats import headline
-    from edufair_metrics.records import PEDAGOGICAL_METRICS
 
     tutors = sorted(df["tutor"].unique())
     out = pd.DataFrame(index=pd.Index(tutors, name="tutor"))
@@ -120,12 +124,6 @@ LEADERBOARD_NOTE = (
 def write_leaderboard(runs, out_dir: Path, params: StatParams) -> str:
     """Rank the tutors of loaded runs and write leaderboard.csv/.md and a manifest; returns the
     Markdown. The runs' dialogues get the detector metrics first (in place)."""
-    from edufair_metrics.analysis.ranks import rank_intervals
-    from edufair_metrics.report.judge_validity import add_detector_scores
-    from edufair_metrics.report.runs import missing_label_table
-    from edufair_metrics.report.tables import to_markdown
-    from edufair_metrics.report.write import versions
-
     params.validate()
     add_detector_scores(runs)
     df, grid, units = analyse(runs, params)

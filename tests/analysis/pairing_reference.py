@@ -3,18 +3,19 @@
     python tests/analysis/pairing_reference.py      # (re)writes tests/analysis/data/pairing_reference/
 
 The reference files were first written by the statistics code *before* its pairing loops,
-percentile helpers, SES headline tagging and modules were merged (see the commit that added
-them); ``tests/analysis/test_pairing_reference.py`` recomputes every output with the current code
-and asserts the same bytes (floats written with 17 significant digits, i.e. bit-identical; NaN
-as an empty field). Regenerate only for an intended change of the numbers.
+percentile helpers, SES headline tagging and modules were merged (``analysis.stats`` /
+``analysis.fast``; the commit that added them ran its copy of this script there).
+``tests/analysis/test_pairing_reference.py`` recomputes every output with the current code and
+asserts the same bytes (floats written with 17 significant digits, i.e. bit-identical; NaN as an
+empty field). Regenerate only for an intended change of the numbers.
 
 Inputs (:func:`inputs`): per-dialogue scores of three tutors (one biased) from
 ``tests.helpers.synthetic_runs.make_scores`` in two domains and all three conditions (SES
-multilevel + single contrast, Implicit name pairs, Opposite averaged effects), with missing
-labels (NaN values), dropped dialogues (a question lacks a level) and levels missing from a whole
-cell (no SES Friedman family for one tutor's physics cells, no Opposite effects for one tutor's
-mathematics cells) and a metric with too few pairs (insufficient rows). The compare pair is two single-tutor runs whose question sets overlap only in
-part.
+multilevel + single contrast, Implicit name pairs, Opposite averaged effects), with missing labels
+(NaN values), dropped dialogues (a question lacks a level) and levels missing from a whole cell
+(no SES Friedman family for one tutor's physics cells, no Opposite effects for one tutor's
+mathematics cells) and a metric with too few pairs (insufficient rows). The compare pair is two
+single-tutor runs whose question sets overlap only in part.
 
 Outputs (:func:`outputs`), for every ``ses_summary``: the contrast grid as the report sees it
 (headline tagged by the SES choice), ``dimension_summary``, ``unit_noise``, ``headline``,
@@ -33,6 +34,13 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script from anywhere
+from edufair_metrics.analysis.compare import compare_frames  # noqa: E402
+from edufair_metrics.analysis.frames import scores_frame  # noqa: E402
+from edufair_metrics.analysis.grid import contrast_grid, dimension_summary, headline  # noqa: E402
+from edufair_metrics.analysis.noise import noise_headline, unit_noise  # noqa: E402
+from edufair_metrics.analysis.power import power_table  # noqa: E402
+from edufair_metrics.analysis.ranks import rank_intervals  # noqa: E402
+from tests.helpers.synthetic_runs import make_scores  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "pairing_reference"
 N_BOOT = 200
@@ -46,8 +54,6 @@ BIAS = {("explicit", "female", "*"): 0.12, ("explicit", "low_income", "*"): 0.1,
 
 
 def _frame(scores, rng: np.random.Generator) -> pd.DataFrame:
-    from edufair_metrics.analysis.frames import scores_frame
-
     df = scores_frame(scores)
     df = df[df["metric"].isin(METRICS)].reset_index(drop=True)
     df.loc[rng.random(len(df)) < 0.03, "value"] = np.nan  # missing labels
@@ -57,8 +63,6 @@ def _frame(scores, rng: np.random.Generator) -> pd.DataFrame:
 
 def inputs() -> dict[str, pd.DataFrame]:
     """``multi`` (three tutors), ``base`` and ``cand`` (the compare pair)."""
-    from tests.helpers.synthetic_runs import make_scores
-
     rng = np.random.default_rng(20240521)
     parts = [
         _frame(make_scores(tutor="fair-a", seed=11, missing_rate=0.15, **KW), rng),
@@ -82,28 +86,11 @@ def inputs() -> dict[str, pd.DataFrame]:
 
 def outputs(data: dict[str, pd.DataFrame] | None = None) -> dict[str, pd.DataFrame]:
     """Every frozen output, by file stem."""
-    from edufair_metrics.analysis.compare import compare_frames
-    from edufair_metrics.analysis.noise import noise_headline, unit_noise
-    from edufair_metrics.analysis.power import power_table
-    from edufair_metrics.analysis.ranks import rank_intervals
-
-    try:  # the statistics' modules after issue 21 (one pairing engine) ...
-        from edufair_metrics.analysis.grid import contrast_grid, dimension_summary, headline
-
-        def tagged_grid(df, ses):
-            return contrast_grid(df, n_boot=N_BOOT, seed=SEED, ses_summary=ses)
-    except ImportError:  # ... and before it: the grid's headline was re-tagged by every consumer
-        from edufair_metrics.analysis.ses import apply_ses_summary
-        from edufair_metrics.analysis.stats import contrast_grid, dimension_summary, headline
-
-        def tagged_grid(df, ses):
-            return apply_ses_summary(contrast_grid(df, n_boot=N_BOOT, seed=SEED, ses_summary=ses), ses)
-
     data = inputs() if data is None else data
     df = data["multi"]
     out: dict[str, pd.DataFrame] = {}
     for ses in SES_VALUES:
-        grid = tagged_grid(df, ses)
+        grid = contrast_grid(df, n_boot=N_BOOT, seed=SEED, ses_summary=ses)  # SES headline tagged here
         units = dimension_summary(grid, ses_summary=ses)
         noisy = unit_noise(units, grid, ses_summary=ses)
         out[f"grid_{ses}"] = grid

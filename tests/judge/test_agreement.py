@@ -11,6 +11,8 @@ import pandas as pd
 import pytest
 
 from edufair_metrics.analysis.agreement import agreement
+from edufair_metrics.analysis.frames import scores_frame
+from edufair_metrics.analysis.grid import contrast_grid
 from edufair_metrics.analysis.judge_validity import (
     contrast_comparison,
     detector_agreement_by_level,
@@ -25,7 +27,14 @@ from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import atomic_write_jsonl
 from edufair_metrics.judge.run import build_record
 from edufair_metrics.records import JUDGE_OK, Transcript, Turn, TurnJudgement
-from edufair_metrics.report.judge_validity import judge_validity_markdown, load_judged, read_agreement_dir
+from edufair_metrics.report.judge_validity import (
+    add_detector_scores,
+    judge_validity_markdown,
+    judge_validity_section,
+    load_judged,
+    read_agreement_dir,
+)
+from edufair_metrics.report.runs import load_runs
 
 from tests.helpers.fake_openai import FakeOpenAI, labels_json
 from tests.helpers.judge_env import JUDGE_ENV_VARS
@@ -188,11 +197,6 @@ def _as_lm_eval_run(folder):
 
 
 def test_report_section_and_detector_metrics_for_loaded_runs(tmp_path):
-    from edufair_metrics.analysis.frames import scores_frame
-    from edufair_metrics.analysis.stats import contrast_grid
-    from edufair_metrics.report.judge_validity import add_detector_scores, judge_validity_section
-    from edufair_metrics.report.runs import load_runs
-
     runs = load_runs([_as_lm_eval_run(write_judged_run(tmp_path / "run", biased=True))])
     assert add_detector_scores(runs) == N_Q * 2
     ds = runs[0].scores[0]
