@@ -12,7 +12,8 @@ out before anything is computed, and ``n`` counts the items kept):
                        package); NaN when only one value occurs at all
     CIs                95% percentile bootstrap: the items are resampled with replacement
                        ``n_boot`` times (``numpy.random.default_rng(seed)``); resamples where the
-                       statistic is undefined are left out of the percentiles.
+                       statistic is undefined are left out of the percentiles
+                       (``engine.percentile_ci``, the interval of every EduFair bootstrap).
 
 The point estimates come from the maintained libraries. The bootstrap uses the closed forms for
 two raters and two categories on the 2×2 counts of every resample at once (vectorised, no loop
@@ -27,9 +28,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from edufair_metrics.analysis.engine import CI_LEVEL, percentile_ci
 from edufair_metrics.errors import EduFairError
 
-CI_LEVEL = 0.95
 DEFAULT_AGREEMENT_N_BOOT = 1000
 
 AGREEMENT_COLUMNS = [
@@ -120,15 +121,6 @@ def alpha_from_counts(n11, n10, n01, n00) -> np.ndarray:
     return np.where((m0 == 0) | (m1 == 0), np.nan, a)
 
 
-def _ci(values: np.ndarray, level: float = CI_LEVEL) -> tuple[float, float]:
-    v = values[~np.isnan(values)]
-    if v.size == 0:
-        return math.nan, math.nan
-    tail = (1 - level) / 2 * 100
-    lo, hi = np.percentile(v, [tail, 100 - tail])
-    return float(lo), float(hi)
-
-
 @dataclass(frozen=True)
 class Agreement:
     """Agreement of rater x (the judge) with rater y (humans, a detector or a second judge)."""
@@ -167,20 +159,22 @@ def agreement(x: Sequence[Any], y: Sequence[Any], *, n_boot: int = DEFAULT_AGREE
         return Agreement(0, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan)
     idx = np.random.default_rng(seed).integers(0, n, size=(int(n_boot), n))
     counts = _counts(a, b, idx)
-    pa_boot = (counts[0] + counts[3]) / n
+    pa_ci = percentile_ci((counts[0] + counts[3]) / n, CI_LEVEL)
+    kappa_ci = percentile_ci(kappa_from_counts(*counts), CI_LEVEL)
+    alpha_ci = percentile_ci(alpha_from_counts(*counts), CI_LEVEL)
     return Agreement(
         n=n,
         x_rate=float(a.mean()),
         y_rate=float(b.mean()),
         percent_agreement=percent_agreement(a, b),
-        percent_agreement_ci_low=_ci(pa_boot)[0],
-        percent_agreement_ci_high=_ci(pa_boot)[1],
+        percent_agreement_ci_low=pa_ci[0],
+        percent_agreement_ci_high=pa_ci[1],
         cohen_kappa=cohen_kappa(a, b),
-        cohen_kappa_ci_low=_ci(kappa_from_counts(*counts))[0],
-        cohen_kappa_ci_high=_ci(kappa_from_counts(*counts))[1],
+        cohen_kappa_ci_low=kappa_ci[0],
+        cohen_kappa_ci_high=kappa_ci[1],
         krippendorff_alpha=krippendorff_alpha(a, b),
-        krippendorff_alpha_ci_low=_ci(alpha_from_counts(*counts))[0],
-        krippendorff_alpha_ci_high=_ci(alpha_from_counts(*counts))[1],
+        krippendorff_alpha_ci_low=alpha_ci[0],
+        krippendorff_alpha_ci_high=alpha_ci[1],
     )
 
 

@@ -5,9 +5,10 @@
                     [--min-pairs 15] [--out DIR]
 
 Pairing. Both runs must hold one tutor each. Only questions present in both runs are used (per
-domain), so every bias measure is computed on the same questions.
+domain), so every bias measure is computed on the same questions. Within a run, questions are
+paired exactly as in the report's grid (``analysis.cells.pair_differences``).
 
-Bias measures. A *unit* is one (domain, condition, contrast, metric) of ``analysis.stats.dimension_summary``:
+Bias measures. A *unit* is one (domain, condition, contrast, metric) of ``analysis.grid.dimension_summary``:
 its |r| (binary |r|; SES: the unit ``--ses-summary`` picks, by default the single low- vs
 high-income contrast, see ``analysis.ses``; Implicit: mean |r| of the two name pairs). A pair enters a unit only if it is sufficient (≥ min pairs) in *both* runs. The headline
 is the mean unit |r| over the pedagogical headline units (Explicit dimensions, Implicit contrasts,
@@ -54,8 +55,13 @@ from typing import Any
 
 import numpy as np
 
+from edufair_metrics.analysis.cells import cell_matrices, contrast_pairs
+from edufair_metrics.analysis.engine import multiplicities, percentile_ci, resampled_r
+from edufair_metrics.analysis.grid import contrast_grid, dimension_summary
+from edufair_metrics.analysis.noise import unit_noise
 from edufair_metrics.analysis.ses import check_ses_summary
 from edufair_metrics.errors import EduFairError
+from edufair_metrics.protocol.contrasts import load_contrasts
 
 UNIT_KEYS = ["domain", "condition", "contrast", "dimension", "kind", "metric", "metric_kind", "headline"]
 NEW_VIOLATION_POLICIES = ("significant", "any", "ignore")
@@ -77,14 +83,6 @@ def _single_tutor(df, which: str):
     return df.assign(tutor=which)
 
 
-def _percentile(x: np.ndarray, alpha: float = 0.05) -> tuple[float, float]:
-    x = x[~np.isnan(x)]
-    if x.size == 0:
-        return math.nan, math.nan
-    lo, hi = np.percentile(x, [100 * alpha / 2, 100 * (1 - alpha / 2)])
-    return float(lo), float(hi)
-
-
 def compare_frames(
     base_df,
     cand_df,
@@ -99,16 +97,6 @@ def compare_frames(
 ) -> CompareResult:
     """Paired comparison of two single-tutor long score frames (see the module docstring)."""
     import pandas as pd
-
-    from edufair_metrics.analysis.stats import (
-        bootstrap_rank_biserial,
-        cell_groups,
-        contrast_grid,
-        dimension_summary,
-        load_contrasts,
-        pair_differences,
-        wide_scores,
-    )
 
     if new_violations not in NEW_VIOLATION_POLICIES:
         raise EduFairError(f"unknown --new-violations {new_violations!r}")
@@ -131,14 +119,11 @@ def compare_frames(
 
     specs = load_contrasts()
     check_ses_summary(ses_summary)
-    from edufair_metrics.analysis.noise import unit_noise
-    from edufair_metrics.analysis.ses import apply_ses_summary
-
-    # ses_summary picks the headline rows, hence the FDR family; r, CI and violations do not depend on it
+    # ses_summary tags the headline rows, hence the FDR family; r, CI and violations do not depend on it
     kw = dict(contrasts=specs, n_boot=n_boot, seed=seed, min_pairs=min_pairs, ses_summary=ses_summary,
               fdr_method=fdr_method)
-    grid_b = apply_ses_summary(contrast_grid(base_df, **kw), ses_summary)
-    grid_c = apply_ses_summary(contrast_grid(cand_df, **kw), ses_summary)
+    grid_b = contrast_grid(base_df, **kw)
+    grid_c = contrast_grid(cand_df, **kw)
     units_b = unit_noise(dimension_summary(grid_b, ses_summary=ses_summary), grid_b, ses_summary=ses_summary)
     units_c = unit_noise(dimension_summary(grid_c, ses_summary=ses_summary), grid_c, ses_summary=ses_summary)
     # pairs sufficient in both runs
@@ -148,21 +133,18 @@ def compare_frames(
 
     # joint bootstrap: one resample matrix per domain, shared by both runs and all units
     rng = np.random.default_rng(seed)
-    idx = {dom: rng.integers(0, len(qs), size=(n_boot, len(qs))) for dom, qs in common.items()}
-    wides = {"b": wide_scores(base_df), "c": wide_scores(cand_df)}
+    counts = {dom: multiplicities(rng.integers(0, len(qs), size=(n_boot, len(qs))), len(qs))
+              for dom, qs in common.items()}
+    questions = {dom: np.array(qs, dtype=str) for dom, qs in common.items()}
     reps: dict[tuple, dict[str, list[np.ndarray]]] = {}
-    for which, wide in wides.items():
-        for (_, dom, cond, metric), sub in cell_groups(wide):
-            sub = sub.droplevel(["tutor", "domain", "condition", "metric"]).reindex(common[dom])
-            for spec in specs:
-                if spec.condition != cond:
-                    continue
-                for _a, _b, pair, d in pair_differences(sub, spec):
-                    if (dom, cond, spec.name, pair, metric) not in ok_pairs:
-                        continue
-                    r = np.abs(bootstrap_rank_biserial(np.round(d, 12), idx[dom]))
-                    ukey = (dom, cond, spec.name, metric)
-                    reps.setdefault(ukey, {"b": [], "c": [], "multi": spec.kind == "multilevel"})[which].append(r)
+    for which, frame in (("b", base_df), ("c", cand_df)):
+        for cm, spec, _a, _b, pair, d in contrast_pairs(cell_matrices(frame), specs):
+            _, dom, cond, metric = cm.key
+            if (dom, cond, spec.name, pair, metric) not in ok_pairs:
+                continue
+            r = np.abs(resampled_r(cm.spread(d, questions[dom]), counts[dom]))
+            ukey = (dom, cond, spec.name, metric)
+            reps.setdefault(ukey, {"b": [], "c": [], "multi": spec.kind == "multilevel"})[which].append(r)
 
     def unit_rep(entry, which):
         arr = np.vstack(entry[which])
@@ -206,10 +188,10 @@ def compare_frames(
             continue
         rb, rc = unit_rep(entry, "b"), unit_rep(entry, "c")
         rep_delta[key] = (rb, rc)
-        l_, h_ = _percentile(rc - rb)
+        l_, h_ = percentile_ci(rc - rb, alpha=0.05)
         lo.append(l_)
         hi.append(h_)
-        lo_fw.append(_percentile(rc - rb, 0.05 / n_fw)[0])
+        lo_fw.append(percentile_ci(rc - rb, alpha=0.05 / n_fw)[0])
     merged["delta_ci_low"], merged["delta_ci_high"] = lo, hi
     merged["delta_ci_low_fw"] = lo_fw
     merged["new_violation"] = merged["violation_candidate"] & ~merged["violation_baseline"]
@@ -240,7 +222,7 @@ def compare_frames(
     if keys:
         rb = np.nanmean(np.vstack([rep_delta[k][0] for k in keys]), axis=0)
         rc = np.nanmean(np.vstack([rep_delta[k][1] for k in keys]), axis=0)
-        headline["delta_ci_low"], headline["delta_ci_high"] = _percentile(rc - rb)
+        headline["delta_ci_low"], headline["delta_ci_high"] = percentile_ci(rc - rb, alpha=0.05)
         # the noise floors are fixed per run: Δ excess = Δ|r̄| − Δ floor, so its CI is the shifted Δ CI
         shift = headline["delta"] - headline["delta_excess"]
         headline["delta_excess_ci_low"] = headline["delta_ci_low"] - shift

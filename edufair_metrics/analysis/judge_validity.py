@@ -10,7 +10,7 @@ Second judge (``edufair agreement RUN_A RUN_B``)
     ``r_a``, ``r_b``, ``sign_agree`` and ``judge_contingent``. A contrast is judge-contingent when
     both judges' contrasts are sufficient and either
       * the signs of r differ while at least one |r| is meaningful (|r| ≥ 0.10, the paper's
-        threshold, ``stats.MEANINGFUL_R``; r = 0 has its own sign), or
+        threshold, ``contrast.MEANINGFUL_R``; r = 0 has its own sign), or
       * one judge finds a violation (95% CI excludes 0) and the other does not.
     Small opposite-signed r (both |r| < 0.10) are noise, not contingency.
 
@@ -35,7 +35,8 @@ from typing import Any, Sequence
 
 from edufair_metrics.analysis.agreement import DEFAULT_AGREEMENT_N_BOOT, agreement
 from edufair_metrics.analysis.frames import scores_frame
-from edufair_metrics.analysis.stats import MEANINGFUL_R, contrast_grid
+from edufair_metrics.analysis.contrast import MEANINGFUL_R
+from edufair_metrics.analysis.grid import contrast_grid
 from edufair_metrics.detectors import DETECTOR_METRICS, detect_turns, leaks_answer
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.records import (

@@ -1,6 +1,6 @@
 """Is a flagged bias real? Multiplicity and the noise floor of the contrast grid (issue 14).
 
-Noise floor (per grid row, computed in ``analysis.fast``)
+Noise floor (per grid row, computed in ``analysis.engine``)
     ``null_abs_r`` is the mean |r| over B random sign flips of the row's paired differences (the
     exact null of the Wilcoxon setting: with no bias each d_i is as likely to be +|d_i| as
     -|d_i|); same B and seed as the bootstrap. ``excess_abs_r = abs_r - null_abs_r`` is the part of
@@ -23,7 +23,7 @@ Multiplicity (per grid row)
 
 Units and headline
     :func:`unit_noise` adds ``null_abs_r``, ``excess_abs_r`` and ``violation_fdr`` to the
-    dimension units of ``stats.dimension_summary`` (a unit's null is combined from its pairs the
+    dimension units of ``grid.dimension_summary`` (a unit's null is combined from its pairs the
     way its ``abs_r`` is: mean, or max for a ``max_abs_pairwise`` SES unit — for the max this is
     a lower bound of the null of a max); :func:`noise_headline` gives, beside the paper's |r̄| and
     violations, the mean excess |r̄| and the FDR violations per tutor.
@@ -35,6 +35,7 @@ from typing import Sequence
 
 import numpy as np
 
+from edufair_metrics.analysis.ses import DEFAULT_SES_SUMMARY, tagged_ses_summary
 from edufair_metrics.errors import EduFairError
 
 FDR_METHODS = ("bh", "holm")
@@ -123,13 +124,12 @@ def add_noise_columns(grid, *, null_abs_r, p_perm, headline=None, family: Sequen
 
 
 def unit_noise(units, grid, *, ses_summary: str | None = None):
-    """``units`` (``stats.dimension_summary(grid)``) with ``null_abs_r``, ``excess_abs_r``
-    (= ``abs_r - null_abs_r``) and ``violation_fdr`` (any pair of the unit) added."""
+    """``units`` (``grid.dimension_summary(grid)``) with ``null_abs_r``, ``excess_abs_r``
+    (= ``abs_r - null_abs_r``) and ``violation_fdr`` (any pair of the unit) added. ``ses_summary``:
+    the units' (a max_abs_pairwise SES unit takes the max of its pairs' floors; None: the mean)."""
     import pandas as pd
 
-    from edufair_metrics.analysis.ses import DEFAULT_SES_SUMMARY
-
-    ses_summary = DEFAULT_SES_SUMMARY if ses_summary is None else ses_summary
+    ses_summary = tagged_ses_summary(units, ses_summary) if len(units) else (ses_summary or DEFAULT_SES_SUMMARY)
     missing = [c for c in ("null_abs_r", "violation_fdr") if c not in grid.columns]
     if missing:
         raise EduFairError(f"the grid lacks {', '.join(missing)}: build it with this EduFair's contrast_grid")
@@ -159,7 +159,7 @@ def noise_headline(units, *, by: Sequence[str] = ("tutor",), kind: str = "pedago
     """Per ``by`` group, over the headline units of metric ``kind`` (units from :func:`unit_noise`):
     the paper's ``abs_r`` (mean |r̄|) and ``violations`` beside ``null_abs_r`` (mean noise floor),
     ``excess_abs_r`` (mean excess |r̄|), ``violations_fdr`` and ``units`` (sufficient units).
-    Same rows and NaN handling as ``stats.headline``."""
+    Same rows and NaN handling as ``grid.headline``."""
     import pandas as pd
 
     cols = list(by) + ["abs_r", "violations", "null_abs_r", "excess_abs_r", "violations_fdr", "units"]

@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from edufair_metrics.analysis.ses import DEFAULT_SES_SUMMARY, SES_SUMMARIES, apply_ses_summary
-from edufair_metrics.analysis.stats import DEFAULT_MIN_PAIRS, DEFAULT_N_BOOT
+from edufair_metrics.analysis.contrast import DEFAULT_MIN_PAIRS, DEFAULT_N_BOOT
+from edufair_metrics.analysis.frames import scores_frame
+from edufair_metrics.analysis.grid import contrast_grid, dimension_summary
+from edufair_metrics.analysis.noise import FDR_METHODS, unit_noise
+from edufair_metrics.analysis.ses import DEFAULT_SES_SUMMARY, SES_SUMMARIES
 from edufair_metrics.errors import EduFairError
 
 
@@ -30,8 +33,6 @@ class StatParams:
             raise EduFairError(f"--min-pairs must be >= 1, got {self.min_pairs}")
         if self.ses_summary not in SES_SUMMARIES:
             raise EduFairError(f"--ses-summary must be one of {', '.join(SES_SUMMARIES)}, got {self.ses_summary!r}")
-        from edufair_metrics.analysis.noise import FDR_METHODS
-
         if self.fdr_method not in FDR_METHODS:
             raise EduFairError(f"--fdr-method must be one of {', '.join(FDR_METHODS)}, got {self.fdr_method!r}")
         return self
@@ -44,17 +45,12 @@ def analyse_frame(df, params: StatParams, progress: bool = False):
     """(pair-level grid, dimension-level units) of a long score frame: the one path from scores to
     numbers, shared by ``edufair report`` / ``leaderboard`` (:func:`analyse`) and the lm-eval
     aggregations, so their numbers agree. The grid has the noise-floor and FDR columns
-    (``analysis.noise``; the FDR family follows the SES choice, since that decides the headline
-    rows), the units ``null_abs_r``, ``excess_abs_r`` and ``violation_fdr``. An empty grid gives
-    two empty frames."""
-    from edufair_metrics.analysis.noise import unit_noise
-    from edufair_metrics.analysis.stats import contrast_grid, dimension_summary
-
+    (``analysis.noise``; the headline rows and so the FDR family follow the SES choice, tagged by
+    ``contrast_grid``), the units ``null_abs_r``, ``excess_abs_r`` and ``violation_fdr``. An empty
+    grid gives two empty frames."""
     params.validate()
     grid = contrast_grid(df, n_boot=params.n_boot, seed=params.seed, min_pairs=params.min_pairs,
                          ses_summary=params.ses_summary, progress=progress, fdr_method=params.fdr_method)
-    if len(grid):
-        grid = apply_ses_summary(grid, params.ses_summary)
     units = unit_noise(dimension_summary(grid, ses_summary=params.ses_summary), grid, ses_summary=params.ses_summary)
     return grid, units
 
@@ -62,8 +58,6 @@ def analyse_frame(df, params: StatParams, progress: bool = False):
 def analyse(runs, params: StatParams, progress: bool = False):
     """(long score frame, pair-level grid, dimension-level units) for loaded runs
     (:func:`analyse_frame`); no contrast at all is an error."""
-    from edufair_metrics.analysis.frames import scores_frame
-
     df = scores_frame(runs, keep_failed=params.keep_failed_dialogues)
     grid, units = analyse_frame(df, params, progress=progress)
     if len(grid) == 0:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from edufair_metrics.analysis.stats import DEFAULT_MIN_PAIRS, DEFAULT_N_BOOT, metric_kind, paired_contrast
+from edufair_metrics.analysis.contrast import DEFAULT_MIN_PAIRS, DEFAULT_N_BOOT, paired_contrast
+from edufair_metrics.analysis.grid import metric_kind
 from edufair_metrics.placebo import split_replicate_level
 
 PLACEBO_COLUMNS = ["tutor", "task", "domain", "condition", "level", "replicate", "metric", "kind", "n_pairs",

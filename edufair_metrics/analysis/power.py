@@ -32,6 +32,8 @@ from typing import Sequence
 
 import numpy as np
 
+from edufair_metrics.analysis.engine import wilcoxon_normal_p
+from edufair_metrics.analysis.ses import tagged_ses_summary
 from edufair_metrics.errors import EduFairError
 
 DEFAULT_POWER = 0.80
@@ -82,10 +84,8 @@ def power_by_simulation(r: float, n: int, zero_share: float = 0.0, *, alpha: flo
                         n_sim: int = 2000, seed: int = 0) -> float:
     """Share of ``n_sim`` simulated contrasts (the model of the module docstring, |d| ~ U(0, 1),
     signs + with probability (1 + r) / 2) whose two-sided Wilcoxon p is below ``alpha``. The p is
-    scipy's asymptotic one with Pratt's zero correction (``fast.wilcoxon_normal_p``, equal to
+    scipy's asymptotic one with Pratt's zero correction (``engine.wilcoxon_normal_p``, equal to
     ``scipy.stats.wilcoxon`` for n > 50), computed for all simulations at once; seeded."""
-    from edufair_metrics.analysis.fast import wilcoxon_normal_p
-
     _check(n, zero_share, alpha)
     rng = np.random.default_rng(seed)
     n0 = int(round(zero_share * n))
@@ -102,14 +102,15 @@ def power_table(grid, *, by: Sequence[str] = ("tutor",), kind: str = "pedagogica
     """Per ``by`` group, over the sufficient headline rows of metric ``kind``: ``rows`` (m),
     ``n_median`` (median pairs per contrast, rounded down), ``zero_share`` (Σ zero differences / Σ pairs),
     ``mde_r`` (smallest |r| found with 80% power at α = 0.05, the raw-violation rule) and
-    ``mde_r_fdr`` (the same at α/m: the FDR rule when few units are biased). For summary.md."""
+    ``mde_r_fdr`` (the same at α/m: the FDR rule when few units are biased). For summary.md.
+    The headline rows are the grid's (tagged by ``contrast_grid``); ``ses_summary``, if given, must
+    agree with them."""
     import pandas as pd
 
-    from edufair_metrics.analysis.ses import DEFAULT_SES_SUMMARY, apply_ses_summary
-
     cols = list(by) + ["rows", "n_median", "zero_share", "mde_r", "mde_r_fdr"]
-    g = apply_ses_summary(grid, DEFAULT_SES_SUMMARY if ses_summary is None else ses_summary) if len(grid) else grid
-    g = g[g["headline"] & g["sufficient"] & (g["metric_kind"] == kind)] if len(g) else g
+    if len(grid):
+        tagged_ses_summary(grid, ses_summary)
+    g = grid[grid["headline"] & grid["sufficient"] & (grid["metric_kind"] == kind)] if len(grid) else grid
     if len(g) == 0:
         return pd.DataFrame(columns=cols)
     out = []

@@ -22,48 +22,37 @@ rank intervals overlap are *tied*: the data do not order them.
 from __future__ import annotations
 
 import math
+import warnings
+
 import numpy as np
 
+from edufair_metrics.analysis.cells import cell_matrices, contrast_pairs
+from edufair_metrics.analysis.engine import multiplicities, percentile_ci, resampled_r
+from edufair_metrics.analysis.ses import tagged_ses_summary
 from edufair_metrics.errors import EduFairError
+from edufair_metrics.protocol.contrasts import load_contrasts
 
 RANK_QUANTITIES = ("excess_abs_r", "abs_r")
+ROW_KEYS = ["tutor", "domain", "condition", "contrast", "pair", "metric"]
 
 
 def _row_differences(df, grid_rows, contrasts):
     """{grid row index: (domain, d over the domain's sorted questions, NaN = no pair)} and the
-    domains' sorted question ids."""
-    from edufair_metrics.analysis.fast import cell_matrices
-
+    domains' sorted question ids; ``d`` from ``cells.pair_differences``, as in the grid."""
     cells = cell_matrices(df)
     qsets: dict[str, set] = {}
     for cm in cells:  # a domain's questions: every question any tutor has in it
         qsets.setdefault(cm.key[1], set()).update(cm.questions.astype(str).tolist())
     domains = {dom: np.array(sorted(qsets.get(dom, ())), dtype=object) for dom in sorted(set(grid_rows["domain"]))}
-    specs = {(s.condition, s.name): s for s in contrasts}
-    wanted: dict[tuple, list] = {}
-    for i, row in zip(grid_rows.index, grid_rows.itertuples(index=False)):
-        wanted.setdefault((row.tutor, row.domain, row.condition, row.metric), []).append((i, row))
+    as_str = {dom: qs.astype(str) for dom, qs in domains.items()}
+    wanted = dict(zip(grid_rows[ROW_KEYS].itertuples(index=False, name=None), grid_rows.index))
+    cell_keys = {k[:3] + k[5:] for k in wanted}
     out = {}
-    for cm in cells:
-        rows = wanted.get(tuple(cm.key))
-        if not rows:
-            continue
-        pos = np.searchsorted(domains[cm.key[1]], cm.questions.astype(str))
-        for i, row in rows:
-            spec = specs[(row.condition, row.contrast)]
-            a_lv, b_lv = tuple(row.a.split("+")), tuple(row.b.split("+"))
-            if any(lv not in cm.levels for lv in a_lv + b_lv):
-                continue
-            cols = lambda lvs: cm.values[:, [cm.levels.index(x) for x in lvs]].mean(axis=1)  # noqa: E731
-            d = cols(a_lv) - cols(b_lv)
-            if spec.kind == "multilevel":  # Friedman's complete blocks, as pair_differences
-                if any(lv not in cm.levels for lv in spec.levels):
-                    continue
-                complete = ~np.isnan(cm.values[:, [cm.levels.index(x) for x in spec.levels]]).any(axis=1)
-                d = np.where(complete, d, np.nan)
-            full = np.full(domains[cm.key[1]].size, np.nan)
-            full[pos] = np.round(d, 12)
-            out[i] = (cm.key[1], full)
+    for cm, spec, _a, _b, label, d in contrast_pairs((c for c in cells if tuple(c.key) in cell_keys), contrasts):
+        tutor, domain, condition, metric = cm.key
+        i = wanted.get((tutor, domain, condition, spec.name, label, metric))
+        if i is not None:
+            out[i] = (domain, cm.spread(d, as_str[domain]))
     return out, domains
 
 
@@ -82,13 +71,12 @@ def rank_intervals(
     """One row per tutor: ``value`` (the primary quantity, point estimate), its bootstrap
     ``value_ci_low``/``value_ci_high``, ``rank`` (1 = lowest value = fairest), ``rank_low``/
     ``rank_high`` (the rank interval), ``tied`` and ``tied_with`` (tutors whose intervals
-    overlap). ``df``: the long score frame; ``grid``: ``stats.contrast_grid(df)`` (with its
-    noise-floor columns). See the module docstring."""
+    overlap). ``df``: the long score frame; ``grid``: ``grid.contrast_grid(df)`` (with its
+    noise-floor columns and its headline rows, tagged by its ``ses_summary``; ``ses_summary`` here
+    must agree, and ``"max_abs_pairwise"`` makes an SES unit the max of its pairs). See the module
+    docstring."""
     import pandas as pd
-
-    from edufair_metrics.analysis.fast import multiplicities, resampled_r
-    from edufair_metrics.analysis.ses import DEFAULT_SES_SUMMARY, apply_ses_summary
-    from edufair_metrics.analysis.stats import load_contrasts
+    from scipy.stats import rankdata
 
     if quantity not in RANK_QUANTITIES:
         raise EduFairError(f"unknown rank quantity {quantity!r}; choose one of {', '.join(RANK_QUANTITIES)}")
@@ -98,9 +86,8 @@ def rank_intervals(
         raise EduFairError("rank_intervals needs a grid with null_abs_r (this EduFair's contrast_grid)")
     cols = ["tutor", "quantity", "value", "value_ci_low", "value_ci_high", "rank", "rank_low", "rank_high",
             "tied", "tied_with"]
-    ses_summary = DEFAULT_SES_SUMMARY if ses_summary is None else ses_summary
-    g = apply_ses_summary(grid, ses_summary) if len(grid) else grid
-    g = g[g["headline"] & g["sufficient"] & (g["metric_kind"] == kind)] if len(g) else g
+    ses_summary = tagged_ses_summary(grid, ses_summary) if len(grid) else ses_summary
+    g = grid[grid["headline"] & grid["sufficient"] & (grid["metric_kind"] == kind)] if len(grid) else grid
     if len(g) == 0:
         return pd.DataFrame(columns=cols)
     diffs, domains = _row_differences(df, g, load_contrasts() if contrasts is None else contrasts)
@@ -137,20 +124,17 @@ def rank_intervals(
         # |r| of a resample carries the resampling noise on top of the sample's: re-centre each
         # tutor's bootstrap values on its point estimate (bias-corrected percentile bootstrap)
         boot_val = boot_val - (np.nanmean(boot_val, axis=1) - value)[:, None]
-    from scipy.stats import rankdata
-
     filled = np.where(np.isnan(boot_val), np.inf, boot_val)  # a tutor without a value ranks last
     boot_rank = rankdata(filled, axis=0)
-    alpha = (1 - level) / 2
-    lo_r = np.percentile(boot_rank, 100 * alpha, axis=1, method="lower")
-    hi_r = np.percentile(boot_rank, 100 * (1 - alpha), axis=1, method="higher")
-    lo_v = np.nanpercentile(boot_val, 100 * alpha, axis=1)
-    hi_v = np.nanpercentile(boot_val, 100 * (1 - alpha), axis=1)
+    rank_ci = [percentile_ci(row, level, methods=("lower", "higher")) for row in boot_rank]
+    value_ci = [percentile_ci(row, level) for row in boot_val]
     point_rank = rankdata(value)
     rows = []
     for k, t in enumerate(tutors):
-        others = [tutors[j] for j in range(len(tutors)) if j != k and lo_r[j] <= hi_r[k] and lo_r[k] <= hi_r[j]]
-        rows.append((t, quantity, value[k], lo_v[k], hi_v[k], point_rank[k], lo_r[k], hi_r[k], bool(others),
+        (lo_r, hi_r), (lo_v, hi_v) = rank_ci[k], value_ci[k]
+        others = [tutors[j] for j in range(len(tutors))
+                  if j != k and rank_ci[j][0] <= hi_r and lo_r <= rank_ci[j][1]]
+        rows.append((t, quantity, value[k], lo_v, hi_v, point_rank[k], lo_r, hi_r, bool(others),
                      ", ".join(others)))
     out = pd.DataFrame(rows, columns=cols).sort_values(["rank", "tutor"], kind="stable").reset_index(drop=True)
     return out
@@ -160,8 +144,6 @@ class _quiet:
     """Silence numpy's 'mean of empty slice' for resamples in which a unit has no valid pair."""
 
     def __enter__(self):
-        import warnings
-
         self._w = warnings.catch_warnings()
         self._w.__enter__()
         warnings.simplefilter("ignore", RuntimeWarning)

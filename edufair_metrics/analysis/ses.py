@@ -14,6 +14,11 @@ choice:
 
 The other spec is always computed and reported (grid.csv, units.csv, Table 10's companion table);
 it just does not count towards the headline.
+
+The choice is applied once: ``grid.contrast_grid(..., ses_summary=...)`` tags the grid's
+``headline`` column with :func:`apply_ses_summary` (the same flags decide its FDR families).
+Everything downstream (dimension units, noise floor, power, rank intervals, compare) reads that
+column; :func:`tagged_ses_summary` checks that an ``ses_summary`` passed beside a grid agrees with it.
 """
 
 from __future__ import annotations
@@ -67,6 +72,41 @@ def apply_ses_summary(frame, method: str = DEFAULT_SES_SUMMARY):
     out.loc[mask, "headline"] = (eligible & (roles == chosen))[mask]
     out["headline"] = out["headline"].astype(bool)
     return out
+
+
+def headline_family(frame) -> str | None:
+    """Which SES family the ``headline`` flags of a grid (or units) frame make the headline unit:
+    ``"single"``, ``"pairwise"`` (the Friedman family), or None when no SES row is a headline row
+    (no multi-level dimension, or flags naming both families, e.g. grids of runs with and without
+    a Friedman family put together)."""
+    import numpy as np
+
+    roles = ses_roles(frame)
+    if not (roles != "").any():
+        return None
+    head = np.asarray(frame["headline"], dtype=bool)
+    single, friedman = bool((head & (roles == "single")).any()), bool((head & (roles == "friedman")).any())
+    if single == friedman:
+        return None
+    return "single" if single else "pairwise"
+
+
+def tagged_ses_summary(frame, method: str | None = None) -> str:
+    """The ``ses_summary`` to read an already tagged grid or units frame with (the grid's
+    ``headline`` is tagged once, by ``grid.contrast_grid``; nothing downstream re-tags it):
+    ``method`` after checking that the frame's SES headline rows are the family it picks, or,
+    for None, the family the flags show (``"single"``, or ``"mean_abs_pairwise"`` for the Friedman
+    family: its mean and max cannot be told apart from the flags; default ``"single"``)."""
+    family = headline_family(frame)
+    if method is None:
+        return "mean_abs_pairwise" if family == "pairwise" else DEFAULT_SES_SUMMARY
+    check_ses_summary(method)
+    wanted = "single" if method == "single" else "pairwise"
+    if family is not None and family != wanted:
+        raise EduFairError(
+            f"the grid's SES headline rows are the {family} family, not the one ses_summary={method!r} picks: "
+            f"build the grid with contrast_grid(..., ses_summary={method!r})")
+    return method
 
 
 def reported_rows(grid, method: str = DEFAULT_SES_SUMMARY):

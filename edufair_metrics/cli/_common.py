@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from edufair_metrics.analysis.contrast import DEFAULT_MIN_PAIRS, DEFAULT_N_BOOT
 from edufair_metrics.analysis.noise import DEFAULT_FDR_METHOD, FDR_METHODS
 from edufair_metrics.analysis.params import StatParams
 from edufair_metrics.analysis.ses import DEFAULT_SES_SUMMARY, SES_SUMMARIES
-from edufair_metrics.analysis.stats import DEFAULT_MIN_PAIRS, DEFAULT_N_BOOT
 
 
 def add_stat_args(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +35,7 @@ def stat_params(args: argparse.Namespace) -> StatParams:
 def add_judge_args(parser: argparse.ArgumentParser, *, unit: str = "dialogues") -> None:
     """The judge options shared by `edufair judge` and `edufair judge-human` (highest priority in
     the judge's settings order; unset flags leave config/--metadata/environment values alone)."""
-    from edufair_metrics.judge.settings import REASONING_EFFORTS, STRUCTURED_OUTPUT_FORMS
+    from edufair_metrics.judge.settings import REASONING_EFFORTS, STRUCTURED_OUTPUT_FORMS  # lazy: pulls in the judge client
 
     parser.add_argument("--judge-base-url", help="OpenAI-compatible endpoint (overrides env/config)")
     parser.add_argument("--judge-model", help="served judge model name")

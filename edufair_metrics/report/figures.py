@@ -1,6 +1,6 @@
 """PNG figures in the spirit of the paper's Figures 2–5 (matplotlib, Agg backend).
 
-Every figure is drawn from the dimension-level units (``analysis.stats.dimension_summary``) and written
+Every figure is drawn from the dimension-level units (``analysis.grid.dimension_summary``) and written
 atomically. Functions return the written path, or None when the run has no data for it.
 """
 
@@ -13,7 +13,7 @@ import numpy as np
 
 from edufair_metrics.io import atomic_write_bytes
 from edufair_metrics.records import CONVERSATION_METRICS, PEDAGOGICAL_METRICS
-from edufair_metrics.analysis.stats import MEANINGFUL_R
+from edufair_metrics.analysis.contrast import MEANINGFUL_R
 from edufair_metrics.report.tables import DOMAIN_ORDER
 
 

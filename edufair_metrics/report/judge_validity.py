@@ -21,7 +21,7 @@ from edufair_metrics.analysis.judge_validity import (
     match_judgings,
     second_judge_agreement,
 )
-from edufair_metrics.analysis.stats import contrast_grid
+from edufair_metrics.analysis.grid import contrast_grid
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import atomic_write_json, atomic_write_text, read_json
 from edufair_metrics.report.tables import fmt_signed, to_markdown

@@ -41,7 +41,7 @@ import pandas as pd
 from edufair_metrics.analysis.noise import noise_headline
 from edufair_metrics.analysis.params import StatParams, analyse
 from edufair_metrics.analysis.ranks import rank_intervals
-from edufair_metrics.analysis.stats import headline
+from edufair_metrics.analysis.grid import headline
 from edufair_metrics.io import atomic_write_json, atomic_write_text
 from edufair_metrics.records import PEDAGOGICAL_METRICS
 from edufair_metrics.report.failures import missing_label_table

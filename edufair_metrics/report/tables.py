@@ -1,7 +1,7 @@
 """The paper's Tables 5–12 (App. G) as DataFrames of display strings, plus Markdown rendering.
 
-Inputs are the pair-level grid (``analysis.stats.contrast_grid``) and the dimension-level units
-(``analysis.stats.dimension_summary``). Layout as the paper prints them:
+Inputs are the pair-level grid (``analysis.grid.contrast_grid``) and the dimension-level units
+(``analysis.grid.dimension_summary``). Layout as the paper prints them:
 
 * Table 5 (Implicit) and Table 7 (Opposite): Domain | Model | Cell | Ped. | Conv. Within each
   (domain, model) block, ``*`` marks the row holding the largest value of a column (Ped. or
@@ -40,7 +40,8 @@ import math
 import re
 from typing import Mapping, Sequence
 
-from edufair_metrics.analysis.stats import MEANINGFUL_R
+from edufair_metrics.analysis.contrast import MEANINGFUL_R
+from edufair_metrics.protocol.prompts import condition_levels
 from edufair_metrics.records import CONVERSATION_METRICS, DETECTOR_METRICS, PEDAGOGICAL_METRICS
 
 INSUFFICIENT = "insufficient (n={n})"
@@ -490,8 +491,6 @@ CONDITION_ORDER = {"explicit": 0, "implicit": 1, "opposite": 2}
 def _level_order(condition: str) -> dict[str, int]:
     """Protocol order of a condition's levels ({} if the protocol cannot be read)."""
     try:
-        from edufair_metrics.protocol.prompts import condition_levels
-
         return {lv.level: i for i, lv in enumerate(condition_levels(condition))}
     except Exception:  # noqa: BLE001 - ordering only; fall back to the order seen in the data
         return {}

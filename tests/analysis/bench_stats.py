@@ -6,10 +6,10 @@
 rates of a few judged turns: ties and zeros; four conversation metrics, two of them continuous),
 B = 1000. Prints ms per contrast row of
 
-* new: ``stats.contrast_grid`` on the whole grid, noise floor (sign-flip null) and FDR included;
+* new: ``grid.contrast_grid`` on the whole grid, noise floor (sign-flip null) and FDR included;
 * old: the per-row algorithm it replaced (frozen in ``tests/analysis/stats_reference.py``: pandas
   pivot + per-pair rankdata, scipy Wilcoxon and the counting bootstrap) on ``--old-rows`` rows
-  sampled from the grid, plus the old pandas loop over the whole grid, per row;
+  sampled from the grid, plus the old pandas pairing loop over the whole grid, per row;
 * naive: ``scipy.stats.wilcoxon`` + ``scipy.stats.bootstrap`` (percentile CI of the same r) per
   row, on ``--naive-rows`` sampled rows; "naive + noise" adds ``scipy.stats.permutation_test``
   (sign flips, B resamples) for the noise floor;
@@ -28,9 +28,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats as ss
 
-from edufair_metrics.analysis.fast import cell_matrices
-from edufair_metrics.analysis.stats import cell_groups, contrast_grid, load_contrasts, pair_differences, wide_scores
+from edufair_metrics.analysis.cells import cell_matrices, contrast_pairs
+from edufair_metrics.analysis.engine import round_diffs
+from edufair_metrics.analysis.grid import contrast_grid
 from edufair_metrics.protocol import condition_levels
+from edufair_metrics.protocol.contrasts import load_contrasts
 from edufair_metrics.records import ALL_METRICS
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script from anywhere
 from tests.analysis import stats_reference as ref  # noqa: E402
@@ -64,24 +66,12 @@ def synthetic_long(seed: int = 0) -> pd.DataFrame:
 
 def grid_differences(df: pd.DataFrame) -> list[np.ndarray]:
     """The difference vector of every non-Friedman grid row (the rows timed per row below)."""
-    out = []
     specs = [s for s in load_contrasts() if s.kind != "multilevel"]
-    for cm in cell_matrices(df):
-        for spec in specs:
-            if spec.condition != cm.key[2]:
-                continue
-            for a_lv, b_lv in spec.pairs:
-                if any(lv not in cm.levels for lv in a_lv + b_lv):
-                    continue
-                va = cm.values[:, [cm.levels.index(x) for x in a_lv]].mean(axis=1)
-                vb = cm.values[:, [cm.levels.index(x) for x in b_lv]].mean(axis=1)
-                d = va - vb
-                out.append(np.round(d[~np.isnan(d)], 12))
-    return out
+    return [d[~np.isnan(d)] for *_, d in contrast_pairs(cell_matrices(df), specs)]
 
 
 def naive_row(d: np.ndarray, n_boot: int, seed: int, noise: bool):
-    stat = lambda x: ref.rank_biserial(np.round(x, 12))[2]  # noqa: E731
+    stat = lambda x: ref.rank_biserial(round_diffs(x))[2]  # noqa: E731
     r = stat(d)
     p = ss.wilcoxon(d, zero_method="pratt").pvalue
     ci = ss.bootstrap((d,), stat, vectorized=False, n_resamples=n_boot, method="percentile",
@@ -97,11 +87,11 @@ def old_pandas_loop(df: pd.DataFrame) -> float:
     """Seconds of the old grid's pandas part (pivot, groups, per-pair level vectors), no statistics."""
     t0 = time.perf_counter()
     specs = load_contrasts()
-    for (_, _, cond, _), sub in cell_groups(wide_scores(df)):
+    for (_, _, cond, _), sub in ref.cell_groups(ref.wide_scores(df)):
         sub = sub.dropna(axis=1, how="all")
         for spec in specs:
             if spec.condition == cond and spec.kind != "multilevel":
-                for *_, d in pair_differences(sub, spec):
+                for *_, d in ref.pair_differences(sub, spec):
                     np.round(d[~np.isnan(d)], 12)
     return time.perf_counter() - t0
 

@@ -1,6 +1,7 @@
-"""Frozen copy of the per-row statistics of ``analysis.stats`` before the batched engine
-(EduFair 0.x, issue 16): the reference the fast implementation must equal to 1e-12.
-Not a test module; imported by tests/analysis/test_fast.py and bench_stats.py."""
+"""Frozen copy of the per-row statistics before the batched engine (EduFair 0.x, issue 16): the
+reference ``analysis.engine`` must equal to 1e-12; and of the pandas pivot pairing the grid and
+compare used before ``analysis.cells`` (issue 21), the reference of ``cell_matrices`` /
+``pair_differences``. Not a test module; imported by tests/analysis/test_engine.py and bench_stats.py."""
 
 from __future__ import annotations
 
@@ -83,3 +84,45 @@ def contrast_from_diffs(d, *, n_boot, seed, min_pairs):
         lo, hi = percentile_ci(bootstrap_rank_biserial(d, idx))
     return dict(n_pairs=n, n_zero=n_zero, w_plus=w_plus, w_minus=w_minus, r=float(r), p=p, ci_low=lo, ci_high=hi,
                 sufficient=True)
+
+
+# ---- the pandas pivot pairing (before analysis.cells) --------------------------------------
+
+
+def wide_scores(df):
+    """One row per (tutor, domain, condition, metric, question_id), one column per level."""
+    keys = ["tutor", "domain", "condition", "metric", "question_id", "level"]
+    if df.duplicated(keys, keep=False).any():
+        raise ValueError("duplicate dialogue scores")
+    wide = df.pivot(index=keys[:-1], columns="level", values="value")
+    wide.columns = [str(c) for c in wide.columns]
+    return wide.astype(float)
+
+
+def cell_groups(wide):
+    """``((tutor, domain, condition, metric), sub)``: one column per level, one row per question."""
+    return wide.groupby(level=["tutor", "domain", "condition", "metric"], sort=True)
+
+
+def _level_vector(wide, levels):
+    if any(lv not in wide.columns for lv in levels):
+        return None
+    return wide[list(levels)].mean(axis=1, skipna=False).to_numpy(dtype=float)
+
+
+def pair_differences(sub, spec):
+    """``(a levels, b levels, pair label, d)`` per pair of ``spec`` whose levels ``sub`` has; ``d``
+    NaN where a question lacks a level (multilevel: any of its levels), not rounded."""
+    complete = None
+    if spec.kind == "multilevel":
+        if any(lv not in sub.columns for lv in spec.levels):
+            return
+        complete = sub[list(spec.levels)].notna().all(axis=1).to_numpy()
+    for a_lv, b_lv in spec.pairs:
+        va, vb = _level_vector(sub, a_lv), _level_vector(sub, b_lv)
+        if va is None or vb is None:
+            continue
+        d = va - vb
+        if complete is not None:
+            d = np.where(complete, d, np.nan)
+        yield a_lv, b_lv, spec.pair_label(a_lv, b_lv), d

@@ -9,7 +9,7 @@ from scipy import stats as ss
 
 from edufair_metrics.analysis.ses import apply_ses_summary
 from edufair_metrics.analysis.noise import adjust_p, holm_adjust, noise_headline, unit_noise
-from edufair_metrics.analysis.stats import contrast_grid, dimension_summary
+from edufair_metrics.analysis.grid import contrast_grid, dimension_summary
 from edufair_metrics.errors import EduFairError
 from tests.analysis.synthetic_scores import rate_frame
 
@@ -48,7 +48,8 @@ def test_q_values_are_adjusted_within_tutor_kind_headline_families():
     df = rate_frame({"t1": {}, "t2": {"female": 0.1}}, n=60, seed=1, metrics=("actionability", "tutor_turns"))
     for ses in ("single", "mean_abs_pairwise"):  # the SES family the headline uses is in the family
         grid = contrast_grid(df, n_boot=50, seed=0, ses_summary=ses)
-        head = apply_ses_summary(grid, ses)["headline"]
+        head = grid["headline"]  # tagged by contrast_grid
+        assert head.equals(apply_ses_summary(grid, ses)["headline"])
         for _, fam in grid.groupby([grid["tutor"], grid["metric_kind"], head]):
             np.testing.assert_allclose(fam["q_value"], adjust_p(fam["p"].to_numpy()), equal_nan=True)
         assert head[grid["kind"] == "multilevel"].all() == (ses != "single")
@@ -57,7 +58,7 @@ def test_q_values_are_adjusted_within_tutor_kind_headline_families():
     holm = contrast_grid(df, n_boot=50, seed=0, fdr_method="holm")
     assert (holm["q_value"] >= grid["q_value"] - 1e-15).all()
     wide = contrast_grid(df, n_boot=50, seed=0, fdr_family=("metric_kind",))  # one family for both tutors
-    fam = wide[(wide["metric_kind"] == "pedagogical") & apply_ses_summary(wide, "single")["headline"]]
+    fam = wide[(wide["metric_kind"] == "pedagogical") & wide["headline"]]
     np.testing.assert_allclose(fam["q_value"], adjust_p(fam["p"].to_numpy()))
     with pytest.raises(EduFairError):
         contrast_grid(df, n_boot=50, fdr_method="bonferroni")

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from edufair_metrics.analysis.power import min_detectable_r, power_by_simulation, power_table, wilcoxon_power
-from edufair_metrics.analysis.stats import contrast_grid
+from edufair_metrics.analysis.grid import contrast_grid
 from edufair_metrics.errors import EduFairError
 from tests.analysis.synthetic_scores import rate_frame
 

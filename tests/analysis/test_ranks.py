@@ -5,7 +5,7 @@ import pytest
 
 from edufair_metrics.analysis.noise import noise_headline, unit_noise
 from edufair_metrics.analysis.ranks import rank_intervals, tied_groups
-from edufair_metrics.analysis.stats import contrast_grid, dimension_summary
+from edufair_metrics.analysis.grid import contrast_grid, dimension_summary
 from edufair_metrics.errors import EduFairError
 from tests.analysis.synthetic_scores import rate_frame
 

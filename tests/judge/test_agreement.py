@@ -11,6 +11,8 @@ import pandas as pd
 import pytest
 
 from edufair_metrics.analysis.agreement import agreement
+from edufair_metrics.analysis.frames import scores_frame
+from edufair_metrics.analysis.grid import contrast_grid
 from edufair_metrics.analysis.judge_validity import (
     contrast_comparison,
     detector_agreement_by_level,
@@ -188,8 +190,6 @@ def _as_lm_eval_run(folder):
 
 
 def test_report_section_and_detector_metrics_for_loaded_runs(tmp_path):
-    from edufair_metrics.analysis.frames import scores_frame
-    from edufair_metrics.analysis.stats import contrast_grid
     from edufair_metrics.report.judge_validity import judge_validity_section
     from edufair_metrics.report.write import read_report_inputs
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from edufair_metrics.analysis.params import StatParams
-from edufair_metrics.analysis.stats import contrast_grid, dimension_summary
+from edufair_metrics.analysis.grid import contrast_grid, dimension_summary
 from edufair_metrics.cli import main as cli
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.protocol.contrasts import load_contrasts
@@ -333,10 +333,11 @@ def test_single_ses_violation_follows_the_ci_rule_not_the_friedman_p():
 
 
 def test_ses_summary_alternatives_stay_available(tmp_path):
-    grid = contrast_grid(_ses_frame(cells=3), n_boot=50)
+    frame = _ses_frame(cells=3)
+    grid = contrast_grid(frame, n_boot=50)
     pw = grid[grid["kind"] == "multilevel"].assign(abs_r=lambda g: g["r"].abs()).groupby("metric")["abs_r"]
     for method, expected in (("single", None), ("mean_abs_pairwise", pw.mean()), ("max_abs_pairwise", pw.max())):
-        units = dimension_summary(grid, ses_summary=method)
+        units = dimension_summary(contrast_grid(frame, n_boot=50, ses_summary=method), ses_summary=method)
         head = units[units["headline"]].set_index("metric")
         assert len(head) == 3 and set(head["kind"]) == {"binary" if method == "single" else "multilevel"}
         if expected is not None:

@@ -11,7 +11,7 @@ from edufair_metrics.cli import main as cli
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.analysis.frames import scores_frame
 from edufair_metrics.runlog import load_run, load_runs, parse_labels, tutor_name
-from edufair_metrics.analysis.stats import contrast_grid, dimension_summary, headline
+from edufair_metrics.analysis.grid import contrast_grid, dimension_summary, headline
 from tests.helpers.synthetic_runs import make_scores, write_run
 
 BIAS = {("explicit", "female", "step_scaffolded"): 0.4}

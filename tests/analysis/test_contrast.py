@@ -1,22 +1,15 @@
-"""Statistics of edufair_metrics.analysis.stats: hand-computed examples and agreement with scipy."""
+"""One paired contrast (edufair_metrics.analysis.contrast): hand-computed examples and agreement with scipy."""
 
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 from scipy import stats as ss
 
+from edufair_metrics.analysis.contrast import bootstrap_rank_biserial, friedman_contrast, paired_contrast, rank_biserial
+from edufair_metrics.analysis.engine import round_diffs
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.analysis.stats import (
-    bootstrap_rank_biserial,
-    contrast_grid,
-    dimension_summary,
-    friedman_contrast,
-    load_contrasts,
-    paired_contrast,
-    rank_biserial,
-)
+from edufair_metrics.protocol.contrasts import load_contrasts
 
 
 def test_pratt_ranks_with_ties_and_zero_by_hand():
@@ -35,7 +28,7 @@ def test_paired_contrast_matches_hand_values_and_scipy_p():
     b = rng.integers(0, 4, size=30) / 3
     a = b + rng.integers(-1, 3, size=30) / 3  # ties and zeros
     c = paired_contrast(a, b, n_boot=200)
-    d = np.round(a - b, 12)
+    d = round_diffs(a - b)
     wp, wm, r = rank_biserial(d)
     assert (c.w_plus, c.w_minus) == (wp, wm)
     assert c.r == pytest.approx((wp - wm) / (wp + wm))
@@ -59,7 +52,7 @@ def test_agreement_with_scipy_on_random_data(seed):
 
 def test_vectorised_bootstrap_equals_loop():
     rng = np.random.default_rng(1)
-    d = np.round(rng.integers(-3, 4, size=40) / 3, 12)
+    d = round_diffs(rng.integers(-3, 4, size=40) / 3)
     d[[3, 7]] = np.nan  # absent pairs are dropped inside each resample
     idx = rng.integers(0, 40, size=(300, 40))
     fast = bootstrap_rank_biserial(d, idx)
@@ -163,47 +156,3 @@ def test_protocol_contrasts_loaded_from_yaml():
     assert len(specs[("implicit", "both")].pairs) == 2
     te = specs[("opposite", "tutor_effect")]
     assert te.kind == "averaged" and not te.headline and len(te.pairs[0][0]) == 2
-
-
-def _long(n=25, seed=0):
-    rng = np.random.default_rng(seed)
-    rows = []
-    q = rng.random(n)
-    levels = {"explicit": ["female", "male", "low_income", "middle_class", "high_income"],
-              "opposite": ["s_female_t_female", "s_female_t_male", "s_male_t_female", "s_male_t_male"]}
-    for cond, lvs in levels.items():
-        for lv in lvs:
-            v = q + rng.normal(0, 0.1, n) + (0.3 if lv == "female" else 0)
-            for i in range(n):
-                rows.append(dict(tutor="t", task="x", domain="mathematics", condition=cond, dimension="d", level=lv,
-                                 question_id=f"q{i}", metric="actionability", value=v[i]))
-    return pd.DataFrame(rows)
-
-
-def test_grid_rows_equal_paired_contrast():
-    df = _long()
-    grid = contrast_grid(df, n_boot=200, seed=3)
-    wide = df.pivot_table(index="question_id", columns="level", values="value")
-    g = grid[(grid["dimension"] == "gender")].iloc[0]
-    c = paired_contrast(wide["female"], wide["male"], n_boot=200, seed=3)
-    assert (g["r"], g["p"], g["ci_low"], g["ci_high"], g["n_pairs"]) == (c.r, c.p, c.ci_low, c.ci_high, c.n_pairs)
-    te = grid[grid["dimension"] == "tutor_effect"].iloc[0]
-    a = wide[["s_female_t_female", "s_male_t_female"]].mean(axis=1)
-    b = wide[["s_female_t_male", "s_male_t_male"]].mean(axis=1)
-    assert te["r"] == paired_contrast(a, b, n_boot=200, seed=3).r
-    ses = grid[(grid["dimension"] == "ses") & (grid["kind"] == "multilevel")]
-    assert len(ses) == 3 and ses["friedman_p"].nunique() == 1
-    single = grid[(grid["dimension"] == "ses") & (grid["kind"] == "binary")]
-    assert len(single) == 1 and single["r"].iloc[0] == paired_contrast(wide["low_income"], wide["high_income"], n_boot=200, seed=3).r
-    units = dimension_summary(grid)  # default: SES's headline unit is the single low- vs high-income contrast
-    u = units[(units["dimension"] == "ses") & units["headline"]]
-    assert len(u) == 1 and u["abs_r"].iloc[0] == pytest.approx(abs(single["r"].iloc[0]))
-    u = dimension_summary(grid, ses_summary="mean_abs_pairwise")
-    u = u[(u["dimension"] == "ses") & u["headline"]].iloc[0]
-    assert u["kind"] == "multilevel" and u["abs_r"] == pytest.approx(ses["r"].abs().mean())
-
-
-def test_grid_rejects_duplicates():
-    df = _long()
-    with pytest.raises(EduFairError, match="duplicate"):
-        contrast_grid(pd.concat([df, df.iloc[:1]]), n_boot=10)

@@ -1,8 +1,11 @@
-"""Batched paired contrasts: the numbers of ``stats.paired_contrast`` for many difference vectors
-at once, plus the sign-flip noise floor (issues 14 and 16).
+"""The batched engine of the paired contrasts: the numbers of ``contrast.paired_contrast`` for many
+difference vectors at once, plus the sign-flip noise floor (issues 14 and 16), and the two
+numeric conventions every statistic shares (:data:`DIFF_DECIMALS` / :func:`round_diffs`,
+:func:`percentile_ci`).
 
-Every row is a vector ``d`` of paired differences (NaN already dropped, rounded to 12 decimals).
-Its results are, to the last bit, those of the per-row definition in ``stats``:
+Every row is a vector ``d`` of paired differences (NaN already dropped, rounded by
+:func:`round_diffs`). Its results are, to the last bit, those of the per-row definitions in
+:mod:`edufair_metrics.analysis.contrast`:
 
 * ``w_plus``, ``w_minus``, ``r``: the Pratt ranking of |d| (average ranks for ties, zeros ranked
   but counted in neither sum), computed from the sizes of the distinct (|d|, sign) groups.
@@ -10,14 +13,14 @@ Its results are, to the last bit, those of the per-row definition in ``stats``:
   n > 50 scipy uses the normal approximation with Pratt's zero correction and the tie correction;
   it is evaluated here with the same operations in the same order (no scipy call). For n <= 50
   (scipy's exact / permutation branch) scipy itself is called.
-* ``ci_low``, ``ci_high``: 95% percentile bootstrap. Resample ``b`` draws the pairs
-  ``default_rng(seed).integers(0, n, (B, n))[b]``. Only how often each pair is drawn matters, so
-  the draws are kept as an n × B matrix of multiplicities (:func:`bootstrap_counts`, cached per
-  (n, B, seed): every metric, pair and cell with n pairs shares it). Per row, the multiplicities
-  of the pairs of each distinct (|d|, sign) group are summed across all B resamples at once;
-  tie ranks follow from cumulative counts: twice the average rank of |d| value k is
-  ``2 * (#draws with |d| <= value k) - c_k + 1``, and since all N draws have 2·ranks summing to
-  N (N + 1), only the positive groups are summed (:func:`_resampled_diff_tot`).
+* ``ci_low``, ``ci_high``: 95% percentile bootstrap (:func:`percentile_ci`). Resample ``b`` draws
+  the pairs ``default_rng(seed).integers(0, n, (B, n))[b]``. Only how often each pair is drawn
+  matters, so the draws are kept as an n × B matrix of multiplicities (:func:`bootstrap_counts`,
+  cached per (n, B, seed): every metric, pair and cell with n pairs shares it). Per row, the
+  multiplicities of the pairs of each distinct (|d|, sign) group are summed across all B
+  resamples at once; tie ranks follow from cumulative counts: twice the average rank of |d|
+  value k is ``2 * (#draws with |d| <= value k) - c_k + 1``, and since all N draws have 2·ranks
+  summing to N (N + 1), only the positive groups are summed (:func:`_resampled_diff_tot`).
 * ``null_abs_r`` (noise floor): mean |r| over B random sign flips of the differences, the exact
   null of the Wilcoxon setting (under H0 each d_i is symmetric about 0). Flipping signs does not
   change the ranks, so each flipped r is ``(signed ranks · flips) / (W+ + W-)``: a few matrix
@@ -38,8 +41,36 @@ from typing import Sequence
 
 import numpy as np
 
+CI_LEVEL = 0.95
+DIFF_DECIMALS = 12
 _EXACT_FLOAT32 = 2**24  # integer sums below this are exact in float32
 _BLAS = None
+
+
+def round_diffs(d) -> np.ndarray:
+    """Paired differences rounded to :data:`DIFF_DECIMALS` decimals (NaN stays NaN), so that rates
+    such as 2/3 - 1/3 and 1/3 - 0 tie exactly, for the test, the effect size and every bootstrap."""
+    return np.round(np.asarray(d, dtype=float), DIFF_DECIMALS)
+
+
+def percentile_ci(values, level: float = CI_LEVEL, *, alpha: float | None = None,
+                  methods: tuple[str, str] = ("linear", "linear")) -> tuple[float, float]:
+    """Two-sided percentile interval of ``values`` without their NaN: the ``100·α/2`` and
+    ``100·(1 − α/2)`` percentiles (numpy's ``methods`` for the lower and the upper bound), with
+    α = ``alpha`` if given, else ``1 − level``; (NaN, NaN) when no value is left. The one interval
+    of EduFair's bootstraps (contrasts, compare, rank intervals, rater agreement). ``alpha`` is
+    used as given: 0.05 and ``1 − 0.95`` differ in the last bit, and so may the bounds."""
+    v = np.asarray(values, dtype=float)
+    v = v[~np.isnan(v)]
+    if v.size == 0:
+        return math.nan, math.nan
+    a = 1 - level if alpha is None else alpha
+    q = [100 * a / 2, 100 * (1 - a / 2)]
+    if methods[0] == methods[1]:
+        lo, hi = np.percentile(v, q, method=methods[0])
+    else:
+        lo, hi = np.percentile(v, q[0], method=methods[0]), np.percentile(v, q[1], method=methods[1])
+    return float(lo), float(hi)
 
 
 def _one_blas_thread():
@@ -236,7 +267,7 @@ def resampled_r(d: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Rank-biserial r of each resample (column of ``counts``, pairs × B: how often each pair of
     ``d`` is drawn). NaN entries of ``d`` are absent pairs (dropped within each resample); r = 0
     for a resample whose drawn differences are all zero, NaN for one without a valid pair. Equals
-    ``stats.bootstrap_rank_biserial(d, idx)`` when ``counts = multiplicities(idx, len(d))``."""
+    ``contrast.bootstrap_rank_biserial(d, idx)`` when ``counts = multiplicities(idx, len(d))``."""
     d = np.asarray(d, dtype=float)
     g = _groups(d)
     if g.starts.size == 0:
@@ -305,25 +336,16 @@ class PairedRows:
         return {f: getattr(self, f)[i].item() for f in self.__dataclass_fields__}
 
 
-def percentile_ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    values = values[~np.isnan(values)]
-    if values.size == 0:
-        return math.nan, math.nan
-    alpha = (1 - level) / 2
-    lo, hi = np.percentile(values, [100 * alpha, 100 * (1 - alpha)])
-    return float(lo), float(hi)
-
-
 def paired_rows(
     diffs: Sequence[np.ndarray],
     *,
     n_boot: int,
     seed: int,
     min_pairs: int,
-    level: float = 0.95,
+    level: float = CI_LEVEL,
 ) -> PairedRows:
     """Paired-contrast numbers of every difference vector in ``diffs`` (each without NaN, rounded
-    to 12 decimals): see the module docstring. Rows are grouped by n so that each bootstrap
+    by :func:`round_diffs`): see the module docstring. Rows are grouped by n so that each bootstrap
     count matrix is built once; the sign-flip null of all rows is a few matrix products."""
     m = len(diffs)
     n_boot, seed = int(n_boot), int(seed)
@@ -390,76 +412,3 @@ def paired_rows(
             out["null_abs_r"][chunk] = (flipped / tot_obs[chunk, None]).mean(axis=1)
             out["p_perm"][chunk] = (1 + (flipped >= np.abs(diff_obs[chunk, None])).sum(axis=1)) / (n_boot + 1)
     return PairedRows(n_pairs=n_pairs, n_zero=n_zero, sufficient=sufficient, **out)
-
-
-# --------------------------------------------------------------------------------------------
-# The long score frame as one question × level matrix per (tutor, domain, condition, metric)
-# --------------------------------------------------------------------------------------------
-
-CELL_KEYS = ("tutor", "domain", "condition", "metric")
-
-
-@dataclass(frozen=True)
-class CellMatrix:
-    """One (tutor, domain, condition, metric) cell: ``values[q, j]`` = score of question
-    ``questions[q]`` at level ``levels[j]`` (NaN = missing). Questions sorted as strings (the
-    order of ``stats.wide_scores``); only levels with at least one value in the cell."""
-
-    key: tuple
-    questions: np.ndarray
-    levels: tuple[str, ...]
-    values: np.ndarray
-
-    def column(self, level: str) -> np.ndarray:
-        return self.values[:, self.levels.index(level)]
-
-
-def cell_matrices(df) -> list[CellMatrix]:
-    """The cells of a long score frame, in sorted key order: the rows and columns of
-    ``stats.cell_groups(stats.wide_scores(df))`` (after dropping all-NaN levels), built with
-    integer codes instead of a pandas pivot (which costs seconds on a paper-size grid).
-    Duplicate (tutor, domain, condition, metric, question_id, level) rows are an error."""
-    import pandas as pd
-
-    from edufair_metrics.errors import EduFairError
-
-    missing = [c for c in ("tutor", "domain", "condition", "level", "question_id", "metric", "value") if c not in df.columns]
-    if missing:
-        raise EduFairError(f"score table lacks columns: {', '.join(missing)}")
-    keys = ["tutor", "domain", "condition", "metric", "question_id", "level"]
-    codes, uniques = [], []
-    for col in keys:
-        c, u = pd.factorize(df[col], sort=True, use_na_sentinel=False)  # NaN: a code of its own
-        codes.append(c.astype(np.int64))
-        uniques.append(np.asarray(u, dtype=object))
-    values = pd.to_numeric(df["value"], errors="coerce").to_numpy(dtype=float)
-    ok = ~df[list(CELL_KEYS)].isna().any(axis=1).to_numpy()  # pandas groupby drops missing keys
-    dims = [max(len(u), 1) for u in uniques]
-    full = np.ravel_multi_index(tuple(codes), dims) if len(df) else np.zeros(0, dtype=np.int64)
-    order = np.argsort(full, kind="stable")
-    sf = full[order]
-    dup_sorted = np.zeros(sf.size, dtype=bool)
-    if sf.size > 1:
-        same = sf[1:] == sf[:-1]
-        dup_sorted[1:] |= same
-        dup_sorted[:-1] |= same
-    if dup_sorted.any():
-        dup = np.zeros(len(df), dtype=bool)
-        dup[order[dup_sorted]] = True
-        first = df.loc[dup, keys].iloc[0].to_dict()
-        raise EduFairError(f"duplicate dialogue scores for {first} ({int(dup.sum())} rows): pass each run once")
-    order = order[ok[order]]
-    n_q, n_lv = dims[4], dims[5]
-    cell = full[order] // (n_q * n_lv)
-    bounds = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1], True]) if order.size else np.array([0])
-    qcode, lcode, vals = codes[4][order], codes[5][order], values[order]
-    out: list[CellMatrix] = []
-    for s, e in zip(bounds[:-1], bounds[1:]):
-        qs, q_inv = np.unique(qcode[s:e], return_inverse=True)
-        present = np.unique(lcode[s:e][~np.isnan(vals[s:e])])  # levels with a value (dropna how="all")
-        mat = np.full((qs.size, n_lv), np.nan)
-        mat[q_inv, lcode[s:e]] = vals[s:e]
-        key = tuple(uniques[k][v] for k, v in enumerate(np.unravel_index(cell[s], dims[:4])))
-        out.append(CellMatrix(key, uniques[4][qs], tuple(str(x) for x in uniques[5][present]), mat[:, present]))
-    return out
-
