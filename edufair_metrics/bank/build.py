@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from edufair_metrics.bank import DATA_DIR, gsm8k, licenses, sciq, socrateach
+from edufair_metrics.bank import socrateach as socrateach_mod  # `socrateach` is also a flag name below
+from edufair_metrics.bank.common import BANK_VERSION, DEFAULT_CAPS, DEFAULT_SEED, shared_data_dir
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import atomic_write_text
 from edufair_metrics.records import DOMAINS, BankItem
-from edufair_metrics.bank import gsm8k, licenses, sciq, socrateach
-from edufair_metrics.bank import socrateach as socrateach_mod  # `socrateach` is also a flag name below
-from edufair_metrics.bank.common import BANK_VERSION, DEFAULT_CAPS, DEFAULT_SEED, shared_data_dir
 
 MANIFEST = "manifest.json"
 README = "README.md"
@@ -149,8 +149,6 @@ def _write(path: Path, text: str) -> None:
 def _read_variants(out_dir: Path) -> dict[str, Any] | None:
     """The SciQ variant comparison beside the bank, else the shipped one (so a rebuild into any
     folder documents the same comparison), else None."""
-    from edufair_metrics.bank import DATA_DIR
-
     for path in (out_dir / VARIANTS_FILE, DATA_DIR / VARIANTS_FILE):
         if path.is_file():
             try:

@@ -9,6 +9,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from edufair_metrics.cli._common import add_stat_args, stat_params
+from edufair_metrics.report.judge_validity import compare_judgings, write_second_judge
+
 EPILOG = """\
 RUN_A / RUN_B: an lm-eval output folder, model folder or results JSON (as for `edufair report`), a
 folder written by `edufair judge --out DIR`, or one samples file. Writes DIR/judge_agreement.csv
@@ -21,8 +24,6 @@ least one |r| >= 0.10 (meaningful), or exactly one judge finds a violation (95% 
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from edufair_metrics.cli._common import add_stat_args
-
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
     parser.add_argument("run_a", metavar="RUN_A", help="the first judging")
@@ -32,9 +33,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from edufair_metrics.cli._common import stat_params
-    from edufair_metrics.report.judge_validity import compare_judgings, write_second_judge
-
     params = stat_params(args)
     result = compare_judgings(args.run_a, args.run_b, params)
     out = Path(args.out)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from edufair_metrics.bank import DATA_DIR
+from edufair_metrics.bank.build import build_bank, parse_caps, parse_domains
 from edufair_metrics.bank.common import DEFAULT_CAPS, DEFAULT_SEED
 from edufair_metrics.bank.sciq import DEFAULT_VARIANT, VARIANTS
 
@@ -55,11 +57,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from edufair_metrics.bank.build import build_bank, parse_caps, parse_domains
-
     if args.out is None:
-        from edufair_metrics.bank import DATA_DIR
-
         out = DATA_DIR
     else:
         out = args.out

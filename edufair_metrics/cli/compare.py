@@ -8,6 +8,9 @@ from pathlib import Path
 
 from edufair_metrics.analysis.compare import NEW_VIOLATION_POLICIES
 from edufair_metrics.cli._common import add_stat_args, stat_params
+from edufair_metrics.report.compare import run_compare
+from edufair_metrics.report.write import timestamped_dir
+from edufair_metrics.runlog import load_run
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -22,10 +25,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from edufair_metrics.report.compare import run_compare
-    from edufair_metrics.runlog import load_run
-    from edufair_metrics.report.write import timestamped_dir
-
     params = stat_params(args)
     base, cand = load_run(args.baseline), load_run(args.candidate)
     res, text = run_compare(base, cand, args.out or timestamped_dir("compare"), params,

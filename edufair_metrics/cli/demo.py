@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from edufair_metrics.local import demo
 from edufair_metrics.local.demo import DemoOptions
 
 _DEFAULTS = DemoOptions()
@@ -30,8 +31,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from edufair_metrics.local import demo
-
     levels = tuple(x.strip() for x in args.levels.split(",") if x.strip()) if args.levels else None
     opts = DemoOptions(
         task=args.task, questions=args.questions, levels=levels, max_tutor_turns=args.max_tutor_turns,

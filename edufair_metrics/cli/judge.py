@@ -10,22 +10,20 @@ import argparse
 import sys
 from pathlib import Path
 
+from edufair_metrics.cache import CachePolicy
+from edufair_metrics.cli._common import add_judge_args, judge_cli_settings
+from edufair_metrics.judge.run import format_missing_summary
+from edufair_metrics.judge.settings import load_judge_settings
+from edufair_metrics.runlog.rejudge import rejudge_samples
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from edufair_metrics.cli._common import add_judge_args
-
     parser.add_argument("inputs", nargs="+", help="lm-eval samples_*.jsonl files or output directories")
     add_judge_args(parser, unit="dialogues")
     parser.add_argument("--out", default="results/rejudged", help="output folder (default: results/rejudged)")
 
 
 def main(args: argparse.Namespace) -> int:
-    from edufair_metrics.cache import CachePolicy
-    from edufair_metrics.cli._common import judge_cli_settings
-    from edufair_metrics.judge.run import format_missing_summary
-    from edufair_metrics.judge.settings import load_judge_settings
-    from edufair_metrics.runlog.rejudge import rejudge_samples
-
     settings = load_judge_settings(cli=judge_cli_settings(args), config_path=args.judge_config)
     out_dir = Path(args.out)
     cache = CachePolicy.from_settings(args.cache).open()

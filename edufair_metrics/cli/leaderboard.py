@@ -13,6 +13,9 @@ import argparse
 from pathlib import Path
 
 from edufair_metrics.cli._common import add_stat_args, stat_params
+from edufair_metrics.report.leaderboard import write_leaderboard
+from edufair_metrics.report.write import timestamped_dir
+from edufair_metrics.runlog import load_runs, parse_labels
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -23,10 +26,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from edufair_metrics.report.leaderboard import write_leaderboard
-    from edufair_metrics.runlog import load_runs, parse_labels
-    from edufair_metrics.report.write import timestamped_dir
-
     params = stat_params(args)
     runs = load_runs(args.inputs, parse_labels(args.label))
     out_dir = args.out or timestamped_dir("leaderboard")

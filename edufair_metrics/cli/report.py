@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 
 from edufair_metrics.cli._common import add_stat_args, stat_params
+from edufair_metrics.report.write import read_report_inputs, timestamped_dir, write_report
+from edufair_metrics.runlog import parse_labels
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -33,9 +35,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from edufair_metrics.report.write import read_report_inputs, timestamped_dir, write_report
-    from edufair_metrics.runlog import parse_labels
-
     params = stat_params(args)
     inputs = read_report_inputs(args.inputs, parse_labels(args.label))
     result = write_report(inputs, args.out or timestamped_dir("report"), params, figures=not args.no_figures,

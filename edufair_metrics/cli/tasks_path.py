@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 
+from edufair_metrics.lmeval import tasks_path
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     pass
 
 
 def main(args: argparse.Namespace) -> int:
-    from edufair_metrics.lmeval import tasks_path
-
     print(tasks_path())
     return 0

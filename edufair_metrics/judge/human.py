@@ -45,7 +45,16 @@ from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import read_json
 from edufair_metrics.judge.run import judge_transcripts
 from edufair_metrics.judge.settings import load_judge_settings
-from edufair_metrics.records import DOMAINS, JUDGE_FIELD_FOR_METRIC, JUDGE_OK, PEDAGOGICAL_METRICS, Transcript, Turn, TurnJudgement
+from edufair_metrics.protocol.cues import all_cues, mask_transcript
+from edufair_metrics.records import (
+    DOMAINS,
+    JUDGE_FIELD_FOR_METRIC,
+    JUDGE_OK,
+    PEDAGOGICAL_METRICS,
+    Transcript,
+    Turn,
+    TurnJudgement,
+)
 
 HUMAN_FORMATS = ("mrbench", "csv")
 PARTIAL_POLICIES = ("yes", "no", "drop")
@@ -314,8 +323,6 @@ def judge_human_items(
     transcripts = [it.transcript for it in items]
     masked = 0
     if settings.mask_cues:  # condition-blind judging: a human set's condition is unknown, so every condition's cues
-        from edufair_metrics.protocol.cues import all_cues, mask_transcript
-
         cues = all_cues()
         done = [mask_transcript(t, cues) for t in transcripts]
         transcripts, masked = [m.transcript for m in done], sum(m.masked for m in done)

@@ -21,6 +21,8 @@ import functools
 import re
 from dataclasses import dataclass, replace
 
+from edufair_metrics.errors import EduFairError
+from edufair_metrics.protocol.prompts import condition_levels, load_protocol
 from edufair_metrics.records import Transcript, Turn
 
 NAME_PLACEHOLDER = "[NAME]"
@@ -67,15 +69,11 @@ def condition_cues(condition: str) -> CueSet:
 
 def all_cues() -> CueSet:
     """The cues of every condition (for texts whose condition is unknown, e.g. human-labelled sets)."""
-    from edufair_metrics.protocol.prompts import load_protocol
-
     return _cues_cached(tuple(load_protocol()["conditions"]))
 
 
 @functools.lru_cache(maxsize=16)
 def _cues_cached(conditions: tuple[str, ...]) -> CueSet:
-    from edufair_metrics.protocol.prompts import condition_levels
-
     found: dict[str, str] = {}
     gendered = False
     for condition in conditions:
@@ -122,8 +120,6 @@ class MaskedTranscript:
 def mask_transcript(transcript: Transcript, cues: CueSet | None = None) -> MaskedTranscript:
     """A copy of ``transcript`` whose turn texts have the demographic cues of its condition (or
     ``cues``) replaced by placeholders. An unknown condition has no cues unless given."""
-    from edufair_metrics.errors import EduFairError
-
     if cues is None:
         try:
             cues = condition_cues(transcript.condition)
