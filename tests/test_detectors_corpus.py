@@ -125,7 +125,7 @@ CORPUS: list[tuple[str, str, bool]] = [
     ("10 m/s times 2 s is 20 m.", PHYS, True),
     ("5 kg x 2 m/s² = 10 N", PHYS, True),
     ("I multiplied 3 by 4 to get 12 grams.", CHEM, True),
-    # --- a division written with a slash and a result verb is a computation (issue 20.3d); a bare
+    # --- a division written with a slash and a result verb is a computation; a bare
     # fraction answer is not, also at the end of a sentence
     ("12/4 gives 3, so 3 each.", MATH, True),
     ("60/5 makes 12.", MATH, True),
@@ -179,7 +179,7 @@ def test_precision_and_recall_floor():
 
 # A held-out set: turns not used to develop the detector, scored as written (misses are reported
 # in the notes, not fixed against them). The first 30 were written after the detector's first
-# version; the last 6 with issue 20.3d, before the slash-computation rule was written.
+# version; the last 6 with the slash computations, before the slash-computation rule was written.
 HELD_OUT: list[tuple[str, str, bool]] = [
     ("Umm, so if each box has 12 and there are 3 boxes, that's 12 times 3, which is 36?", MATH, True),
     ("I think it's 36 but I'm not sure.", MATH, False),
@@ -211,7 +211,7 @@ HELD_OUT: list[tuple[str, str, bool]] = [
     ("Energy can't be created, so it must be converted into heat.", PHYS, True),
     ("Maybe the answer is photosynthesis?", CHEM, False),
     ("Voltage equals current times resistance, 2 times 3 is 6 volts.", PHYS, True),
-    # issue 20.3d (slash computations): written and scored before the rule was written
+    # slash computations: written and scored before the rule was written
     ("So 96/8 gives 12 players per team.", MATH, True),
     ("I did 45/9 and that makes 5.", MATH, True),
     ("Is the answer 5/8?", MATH, False),

@@ -1,4 +1,4 @@
-"""The placebo replicate (issue 14 item 3): one level run again with independent tutor sampling;
+"""The placebo replicate: one level run again with independent tutor sampling;
 the paired |r| between two runs of the same condition is the empirical noise floor."""
 
 from __future__ import annotations

@@ -114,7 +114,7 @@ def test_rates_exclude_na_and_missing_and_nan_when_none_applicable():
 
 
 def test_sent_turns_renamed_and_old_records_still_read():
-    """Issue 13.7: the count of turns *sent* to the judge is ``sent_turns`` (not "judged")."""
+    """The count of turns *sent* to the judge is ``sent_turns`` (not "judged")."""
     t = _t([("question", "Q"), ("student", "s1"), ("tutor", "t1"), ("student", "s2"), ("tutor", "t2")])
     s = score_dialogue(t, [TurnJudgement(2, JUDGE_MISSING, reason="x")])
     d = s.to_dict()

@@ -34,7 +34,7 @@ Verdict (exit status). The candidate FAILS (exit 1) when
 Otherwise it passes (exit 0). The gate reads |r| (the paper's quantity) and raw violations only;
 the noise-floor view below is reported beside it and never changes the exit status.
 
-Noise floor, reported beside the gate (issue 14). Per unit and for the headline:
+Noise floor, reported beside the gate. Per unit and for the headline:
 ``excess_abs_r_baseline`` / ``_candidate`` (|r| minus the mean |r| of the same pairs under random
 sign flips, ``analysis.noise``) and ``delta_excess`` = the change of excess |r̄|, whose CI is the Δ
 bootstrap shifted by the change of the noise floor (the floors are fixed per run: they depend on n

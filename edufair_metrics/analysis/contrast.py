@@ -21,12 +21,12 @@ Binary contrasts (:func:`paired_contrast`)
       distinct ``|d|`` values, so no Python loop runs over the resamples. A resample whose
       differences are all zero has r = 0.
     * ``meaningful``: ``|r| >= 0.10`` (Funder & Ozer 2019). ``violation``: the CI excludes 0.
-    * Noise floor (issue 14): ``null_abs_r`` = mean |r| over B random sign flips of the
+    * Noise floor: ``null_abs_r`` = mean |r| over B random sign flips of the
       differences (same B and seed), ``excess_abs_r = abs_r - null_abs_r``, ``p_perm`` the
       sign-flip p; ``q_value`` = Benjamini–Hochberg q over a declared family (default: one tutor ×
       metric kind × the headline rows) and ``violation_fdr`` = violation and q < 0.05. Definitions
       in :mod:`edufair_metrics.analysis.noise`.
-    * Speed (issue 16): the numbers are computed by :mod:`edufair_metrics.analysis.engine`,
+    * Speed: the numbers are computed by :mod:`edufair_metrics.analysis.engine`,
       batched over all rows with one resample plan per n; they equal the per-row definitions above
       to the last bit (``tests/analysis/test_engine.py`` checks them against a frozen copy).
     * Differences are rounded to ``engine.DIFF_DECIMALS`` (12) decimals before ranking

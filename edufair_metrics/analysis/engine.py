@@ -1,5 +1,5 @@
 """The batched engine of the paired contrasts: the numbers of ``contrast.paired_contrast`` for many
-difference vectors at once, plus the sign-flip noise floor (issues 14 and 16), and the two
+difference vectors at once, plus the sign-flip noise floor, and the two
 numeric conventions every statistic shares (:data:`DIFF_DECIMALS` / :func:`round_diffs`,
 :func:`percentile_ci`).
 

@@ -1,4 +1,4 @@
-"""Is a flagged bias real? Multiplicity and the noise floor of the contrast grid (issue 14).
+"""Is a flagged bias real? Multiplicity and the noise floor of the contrast grid.
 
 Noise floor (per grid row, computed in ``analysis.engine``)
     ``null_abs_r`` is the mean |r| over B random sign flips of the row's paired differences (the

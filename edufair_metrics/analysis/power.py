@@ -1,4 +1,4 @@
-"""Power: the smallest |r| a run can detect, so that "no violation" is read correctly (issue 14).
+"""Power: the smallest |r| a run can detect, so that "no violation" is read correctly.
 
 Model (documented, closed form; deterministic)
     A contrast has ``n`` pairs of which a share ``zero_share`` have a zero difference. The zeros

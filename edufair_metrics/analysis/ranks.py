@@ -1,4 +1,4 @@
-"""Bootstrap rank intervals for the leaderboard (issue 14 item 4).
+"""Bootstrap rank intervals for the leaderboard.
 
 Primary quantity (stated, default ``excess_abs_r``): a tutor's mean excess |r̄| over its headline
 units of the pedagogical metrics, i.e. ``analysis.noise.noise_headline``'s ``excess_abs_r``

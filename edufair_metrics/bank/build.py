@@ -287,7 +287,7 @@ def render_variants(variants: dict[str, Any]) -> list[str]:
     best_train = max(train_only, key=lambda n: table[n]["counts"]["kept_by_confidence"]["physics"])
     reaching = [n for n, v in table.items() if v["counts"]["kept_by_confidence"]["physics"] >= physics_target]
     lines = [
-        "## SciQ: readings of the paper tried (issue 12)",
+        "## SciQ: readings of the paper tried",
         "",
         "The paper keeps SciQ items classified with confidence ≥ 0.65 and samples \"up to 500 questions",
         "per domain among 11,679 items\" (§3.1.2); its 30% API subsample holds 150 physics questions",

@@ -1,6 +1,6 @@
 """Faithful mathematics split from SocraTeach (SocraticLM) ``SocraTeach_multi.json``.
 
-Schema (``shared/data/socrateach/SCHEMA.md``, reconstructed, not verified on the real file): a
+Schema (reconstructed from SocraTeach's README and loaders, not verified on the real file): a
 dict keyed by problem id; each value has ``question``, ``analysis``, ``answer``, ``steps`` and
 ``dialogues`` (dict ``dialogue id -> list of turns``). Roles are swapped with respect to chat
 convention: in a turn ``{"system": ..., "user": ..., "user_type": ...}`` ``system`` is the
@@ -40,7 +40,7 @@ from edufair_metrics.bank.common import canonical_number, clean_text, item_id, n
 
 SOURCE = "socrateach"
 DOMAIN = "mathematics"
-HUB_REPO = "ulises-c/SocraTeach_Multi"  # unverified mirror (SCHEMA.md); needs network
+HUB_REPO = "ulises-c/SocraTeach_Multi"  # an unverified mirror; needs network
 HUB_FILE = "SocraTeach_multi.json"
 MIN_EXCHANGES = 4
 MIN_ERRORS = 2

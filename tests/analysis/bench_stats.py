@@ -14,7 +14,7 @@ B = 1000. Prints ms per contrast row of
   row, on ``--naive-rows`` sampled rows; "naive + noise" adds ``scipy.stats.permutation_test``
   (sign flips, B resamples) for the noise floor;
 
-and the ratios (goal of issue 16: naive / new >= 40).
+and the ratios (goal: naive / new >= 40).
 """
 
 from __future__ import annotations

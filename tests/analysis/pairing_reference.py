@@ -1,4 +1,4 @@
-"""Frozen outputs of the statistics package on synthetic data (issue 21, "one pairing engine").
+"""Frozen outputs of the statistics package on synthetic data ("one pairing engine").
 
     python tests/analysis/pairing_reference.py      # (re)writes tests/analysis/data/pairing_reference/
 

@@ -1,6 +1,6 @@
-"""Frozen copy of the per-row statistics before the batched engine (EduFair 0.x, issue 16): the
+"""Frozen copy of the per-row statistics before the batched engine (EduFair 0.x): the
 reference ``analysis.engine`` must equal to 1e-12; and of the pandas pivot pairing the grid and
-compare used before ``analysis.cells`` (issue 21), the reference of ``cell_matrices`` /
+compare used before ``analysis.cells``, the reference of ``cell_matrices`` /
 ``pair_differences``. Not a test module; imported by tests/analysis/test_engine.py and bench_stats.py."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The batched engine (analysis.engine) equals the per-row statistics it replaced (issue 16): a frozen
+"""The batched engine (analysis.engine) equals the per-row statistics it replaced: a frozen
 copy of the old algorithm (stats_reference.py) and scipy, on a few hundred random rows; and the
 shared numeric conventions (round_diffs, percentile_ci)."""
 

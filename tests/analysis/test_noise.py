@@ -1,4 +1,4 @@
-"""Noise floor and multiplicity (analysis.noise, issue 14): BH/Holm, families, and a known truth —
+"""Noise floor and multiplicity (analysis.noise): BH/Holm, families, and a known truth —
 identical tutors are (almost) never flagged after FDR and their mean excess |r| is ~0; injected
 biases of moderate size are found."""
 

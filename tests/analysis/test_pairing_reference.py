@@ -1,5 +1,5 @@
 """The statistics reproduce, bit for bit, the outputs frozen in tests/analysis/data/pairing_reference/
-(written by the code before issue 21 merged its pairing loops, percentile helpers and SES
+(written by the code before the pairing engine merged its pairing loops, percentile helpers and SES
 headline tagging; ``tests/analysis/pairing_reference.py`` documents inputs and outputs)."""
 
 import difflib

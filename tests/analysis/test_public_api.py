@@ -1,4 +1,4 @@
-"""The statistics' stable public API: the names of ``edufair_metrics.analysis`` (issue 21)."""
+"""The statistics' stable public API: the names of ``edufair_metrics.analysis``."""
 
 import subprocess
 import sys

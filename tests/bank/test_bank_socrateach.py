@@ -1,4 +1,5 @@
-"""SocraTeach loader and the four paper filters, on a fixture written in SCHEMA.md's format."""
+"""SocraTeach loader and the four paper filters, on a fixture written in the reconstructed schema
+(``bank/socrateach.py``'s docstring)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Bank sizes and SciQ readings (issue 12, items 1 and 4): the gold-in-question filter, per-domain
+"""Bank sizes and SciQ readings: the gold-in-question filter, per-domain
 caps (SocraTeach uncapped), the SciQ pipeline variants and their options, split loading, and the
 report label of the GSM8K proxy."""
 

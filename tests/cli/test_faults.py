@@ -83,7 +83,7 @@ def test_faults_counted_missing_never_filled_and_rerun_fills_gaps(tmp_path):
         exp_dialogue = sorted(f"{k[0]}:{kind}" for k, kind in final.items() if k[0] in ("student", "tutor"))
         exp_judge = sum(1 for k in final if k[0] == "judge")
         assert exp_dialogue and exp_judge and retried_ok, "the seed must inject all three cases"
-        # The attempt cap (issue 13.3): identical requests of a turn are sent once, and a distinct
+        # The attempt cap: identical requests of a turn are sent once, and a distinct
         # request at most (1 + EduFair's retries) x lm-eval's max_retries (2 here) times for the
         # tutor and student, 1 + max_retries for the judge; even the opening student message,
         # identical at all 9 levels, never goes past it.

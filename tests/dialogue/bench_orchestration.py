@@ -2,7 +2,7 @@
 fake models, through the real code paths: ``run_dialogues`` with ``CachedGenerator`` and a real
 SQLite ``CallCache`` in a temporary folder (prompt building, templating, the stop rule, cache
 lookups and writes), then ``judge.prompt.build_messages`` for every tutor turn, parsing a judge
-answer per turn, and ``scores.score_dialogue``. Goal (issue 16): <= 1 ms per dialogue turn.
+answer per turn, and ``scores.score_dialogue``. Goal: <= 1 ms per dialogue turn.
 
     .venv/bin/python -m tests.dialogue.bench_orchestration [--dialogues 1000] [--turns 10] [--profile]
 

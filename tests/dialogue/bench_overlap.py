@@ -5,7 +5,7 @@ Each server answers every request after a fixed latency and serves at most ``--c
 requests at a time (the rest queue, like a real inference server with a bounded batch), so a call
 over N requests takes about ceil(N / concurrency) * latency. Both models are lm-eval's
 ``local-chat-completions`` behind EduFair's ``HarnessModel``; the tutor runs on the main thread,
-the student in the loop's worker thread. Goal (issue 16): overlapped <= 0.6 x sequential with
+the student in the loop's worker thread. Goal: overlapped <= 0.6 x sequential with
 equal tutor and student latency.
 
     .venv/bin/python -m tests.dialogue.bench_overlap [--dialogues 64] [--turns 10] [--latency 0.05]

@@ -63,7 +63,7 @@ def test_corpus_precision_and_recall():
 
 
 # ---------------------------------------------------------------------------------------------
-# the false-positive classes of issue 12 (each stopped under the old lexical rule)
+# the false-positive classes of the first lexical rule (each stopped under the old lexical rule)
 # ---------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(
@@ -224,7 +224,7 @@ def test_a_total_of_states_but_half_of_is_an_operand():
 
 
 # ---------------------------------------------------------------------------------------------
-# issue 20, item 3: one splitter, answer frames, declarative student turns
+# one splitter, answer frames, declarative student turns
 # ---------------------------------------------------------------------------------------------
 
 def test_a_decimal_point_does_not_end_the_sentence_an_affirmation_is_judged_by():

@@ -35,7 +35,7 @@ def test_one_batched_call_per_turn_and_roles(bank_dir):
     assert not any(msgs == [{"role": "user", "content": HARNESS_PLACEHOLDER}] for call in tutor.calls for msgs in call)
     # The student answers the question, then after tutor turns 1 and 2 (not after the last one).
     # Its view has no level cue and this tutor's turns are the same at every level: the 9 identical
-    # requests per question are sent once per turn (issue 13.3).
+    # requests per question are sent once per turn.
     assert [len(c) for c in student.calls] == [2, 2, 2]
 
     # Roles and order seen by each side.

@@ -271,7 +271,7 @@ def test_sentences_do_not_split_at_a_decimal_point():
 
 
 # ---------------------------------------------------------------------------------------------
-# answer frames, labels, the student's declarative turns (issue 20, item 3)
+# answer frames, labels, the student's declarative turns
 # ---------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(

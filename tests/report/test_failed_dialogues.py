@@ -1,4 +1,4 @@
-"""Dialogues ended by a failed student or tutor call (issue 12 item 6, statistics side): left out
+"""Dialogues ended by a failed student or tutor call (statistics side): left out
 of the paired statistics by default (their pairs drop out), counted in failures.md and the
 manifest; ``--keep-failed-dialogues`` keeps the old behaviour (scored on their partial turns)."""
 

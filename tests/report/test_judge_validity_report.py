@@ -1,4 +1,4 @@
-"""Issue 15 in the reports: the detector metrics as a third metric kind (grid, tables, headline,
+"""Judge validity in the reports: the detector metrics as a third metric kind (grid, tables, headline,
 leaderboard, compare), next_turn_independence.csv, and the "Judge validity" section of summary.md
 (with ``--judge-agreement`` / ``--human-agreement``).
 

@@ -1,4 +1,4 @@
-"""Issue 14 in the reports: every number read against its noise. On synthetic runs with a known
+"""The noise floor in the reports: every number read against its noise. On synthetic runs with a known
 truth — three tutors with NO bias (identical score distributions, different random draws) and one
 with an injected bias — ``edufair report``, ``leaderboard`` and ``compare`` show the paper's |r̄| and
 raw violations beside the mean excess |r̄| and the FDR violations, the power line, the ``†``

@@ -1,4 +1,4 @@
-"""Tables 5–12 as the paper prints them (issue 12 items 2, 4, 9): the single SES contrast, the
+"""Tables 5–12 as the paper prints them: the single SES contrast, the
 paper's metric and domain order, function groups, bold, the */** markers, the number of units each
 |r̄| averages, and the GSM8K-proxy label. The paper's own numbers (arXiv HTML text) are checked
 first: they are what the layout and the SES rule are read from."""
@@ -85,7 +85,7 @@ def _paper_domain_model_rows(rows: list[list[str]], n_values: int):
 
 def test_paper_uses_one_signed_ses_contrast():
     """Table 8's SES column equals Table 10's |r̄| exactly, and every Table 6 cell is the mean over
-    the four dimensions of |r| with that one SES r (issue 12.2: verified from the paper)."""
+    the four dimensions of |r| with that one SES r (verified from the paper)."""
     signed = _paper_signed_tables()
     t8 = _paper_domain_model_rows(_paper_block("Domain\tModel\tGender\tSES", "Table 8:"), 4)
     t6 = _paper_domain_model_rows([x.split("\t") for x in _table6_lines()], 9)

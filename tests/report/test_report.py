@@ -154,7 +154,7 @@ def test_failures_are_counted_by_kind_and_level(tmp_path):
 
 
 def test_missing_labels_count_sent_and_labelled_turns_and_read_old_records(tmp_path):
-    """Issue 13.7: the column counting turns *sent* to the judge is ``sent_turns`` (missing ones
+    """The column counting turns *sent* to the judge is ``sent_turns`` (missing ones
     included), with ``labelled_turns`` beside it; records that still say ``judged_turns`` are read."""
     model_dir = write_run(tmp_path / "new", "org/t", conditions=("explicit",), n_questions=4, missing_rate=0.3, seed=8)
     assert cli(["report", str(tmp_path / "new"), "--out", str(tmp_path / "rep_new"), "--n-boot", "10", "--no-figures"]) == 0
