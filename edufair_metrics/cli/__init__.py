@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import threading
 
-from edufair_metrics.errors import EduFairError
+from edufair_metrics.errors import EduFairError, Interrupted
 
 # subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -57,8 +59,14 @@ def main(argv: list[str] | None = None) -> int:
     except EduFairError as exc:
         print(f"edufair {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"edufair {args.command}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        line = exc.line() if isinstance(exc, Interrupted) else "interrupted"
+        print(f"\nedufair {args.command}: {line}", file=sys.stderr, flush=True)
+        if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+            # worker threads still wait on requests in flight: do not wait for them (their answers,
+            # if any arrive, would only be cached)
+            sys.stdout.flush()
+            os._exit(130)
         return 130
 
 

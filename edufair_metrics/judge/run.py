@@ -9,6 +9,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from edufair_metrics.cache import CallCache, canonical_json
+from edufair_metrics.errors import Interrupted
 from edufair_metrics.failures import CallCounts, FailureKind
 from edufair_metrics.judge.client import _Stats, judge_turn, make_client
 from edufair_metrics.judge.prompt import build_messages
@@ -69,18 +70,28 @@ def judge_transcripts(
     n_turns = sum(len(t.tutor_turn_indices()) for t in transcripts)
     bar = tqdm(total=n_turns, desc=f"judge {settings.model}", unit="turn", disable=not progress)
     bar_lock = threading.Lock()
+    labelled = [0]  # labels obtained so far (each is in the cache the moment it arrives)
 
     def work(t: Transcript) -> list[TurnJudgement]:
         out = []
         for i in t.tutor_turn_indices():
-            out.append(coalescer.judge(t, i))
+            j = coalescer.judge(t, i)
+            out.append(j)
             with bar_lock:
                 bar.update(1)
+                labelled[0] += int(j.status == JUDGE_OK)
         return out
 
+    pool = ThreadPoolExecutor(max_workers=settings.concurrency, thread_name_prefix="edufair-judge")
     try:
-        with ThreadPoolExecutor(max_workers=settings.concurrency, thread_name_prefix="edufair-judge") as pool:
-            results = list(pool.map(work, transcripts))
+        results = list(pool.map(work, transcripts))
+    except KeyboardInterrupt:
+        # Ctrl-C: drop the queued dialogues now (a `with` block would wait for every one of them);
+        # the calls in flight are abandoned by the entry point's exit.
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise Interrupted(labels=labelled[0]) from None
+    else:
+        pool.shutdown(wait=True)
     finally:
         bar.close()
         try:

@@ -13,6 +13,7 @@ reaches the samples file once, as the ``edufair_record`` metric value.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from typing import Any
 
@@ -20,7 +21,7 @@ import datasets
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from edufair_metrics.errors import EduFairError
+from edufair_metrics.errors import EduFairError, Interrupted
 from edufair_metrics.judge.run import format_missing_summary
 from edufair_metrics.judge.settings import load_judge_settings
 from edufair_metrics.lmeval import print_notices_once, quiet_request_bars
@@ -153,6 +154,8 @@ class EduFairTask(ConfigurableTask):
             with quiet_request_bars():
                 result = run_task(spec, self.settings, [doc for _, doc in doc_pairs], tutor=tutor, student=student,
                                   judge=judge, cache=cache, doc_ids=[doc_id for doc_id, _ in doc_pairs])
+        except Interrupted as exc:
+            exit_interrupted(exc, cache)
         finally:
             if cache is not None:
                 cache.close()
@@ -228,3 +231,15 @@ class EduFairTask(ConfigurableTask):
         if isinstance(self.config.metadata, dict):
             self.config.metadata["edufair_calls"] = summed_call_counts(items)
         return agg_call_counts(items)
+
+
+def exit_interrupted(exc: Interrupted, cache=None) -> None:
+    """The first Ctrl-C of a run: one line, exit status 130, no traceback, and no wait for the
+    calls in flight (every answer that arrived is already committed to the call cache, one
+    transaction each; lm-eval would otherwise print its traceback and the interpreter would wait
+    for the worker threads' requests)."""
+    if cache is not None:
+        cache.close()
+    print(f"\nedufair: {exc.line()}", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(130)

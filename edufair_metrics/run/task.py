@@ -22,6 +22,7 @@ from edufair_metrics.cache import CallCache
 from edufair_metrics.dialogue import DialogueState
 from edufair_metrics.dialogue.generation import CachedGenerator, ChatModel
 from edufair_metrics.dialogue.loop import run_dialogues
+from edufair_metrics.errors import Interrupted
 from edufair_metrics.judge.prompt import judge_prompts_path
 from edufair_metrics.judge.settings import JudgeSettings
 from edufair_metrics.provenance import run_provenance
@@ -99,13 +100,20 @@ def run_task(spec: TaskSpec, settings, documents: Sequence[dict[str, Any]], *, t
             generator.model.counts = generator.counts  # HTTP attempts, incl. lm-eval's silent retries
     states = [DialogueState(doc=doc) for doc in documents]
     log.info("edufair: %s: %d dialogues, up to %d tutor turns", spec.name, len(states), settings.max_tutor_turns)
-    run_dialogues(tutor_gen, student_gen, states, max_tutor_turns=settings.max_tutor_turns, tutor_gen_kwargs=tutor_gk,
-                  student_gen_kwargs=student_gk, system_instruction=spec.system_instruction, label=spec.name,
-                  overlap=settings.overlap)
+    try:
+        run_dialogues(tutor_gen, student_gen, states, max_tutor_turns=settings.max_tutor_turns,
+                      tutor_gen_kwargs=tutor_gk, student_gen_kwargs=student_gk,
+                      system_instruction=spec.system_instruction, label=spec.name, overlap=settings.overlap)
+    except KeyboardInterrupt:  # every finished call is in the cache; say how far the run got
+        raise Interrupted(dialogues=sum(s.done for s in states), labels=0) from None
     transcripts = [s.to_transcript(task=spec.name, doc_id=i) for s, i in zip(states, doc_ids)]
     summary: dict[str, Any] = {}
-    records = judge_and_build(transcripts, judge=judge, cache=cache, documents=[DocumentFacts.from_doc(d) for d in documents],
-                              run_provenance=provenance, progress=progress, summary=summary)
+    try:
+        records = judge_and_build(transcripts, judge=judge, cache=cache,
+                                  documents=[DocumentFacts.from_doc(d) for d in documents],
+                                  run_provenance=provenance, progress=progress, summary=summary)
+    except Interrupted as exc:
+        raise Interrupted(dialogues=len(states), labels=exc.labels) from None
     counts = {"tutor": tutor_gen.counts.to_dict(), "student": student_gen.counts.to_dict()}
     if summary.get("calls"):
         counts["judge"] = dict(summary["calls"])
