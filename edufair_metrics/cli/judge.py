@@ -9,26 +9,21 @@ import argparse
 import sys
 from pathlib import Path
 
+from edufair_metrics.cli._common import add_judge_args, resolve_judge_args
+from edufair_metrics.judge.rejudge import rejudge_samples
+from edufair_metrics.judge.run import format_missing_summary
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from edufair_metrics.cli._common import add_judge_args
-
     parser.add_argument("inputs", nargs="+", help="lm-eval samples_*.jsonl files or output directories")
     add_judge_args(parser, unit="dialogues")
     parser.add_argument("--out", default="results/rejudged", help="output folder (default: results/rejudged)")
 
 
 def main(args: argparse.Namespace) -> int:
-    from edufair_metrics.cache import CachePolicy
-    from edufair_metrics.judge.rejudge import rejudge_samples
-    from edufair_metrics.judge.run import format_missing_summary
-
-    from edufair_metrics.cli._common import judge_cli_settings
-
-    cli = judge_cli_settings(args)
+    settings, cache = resolve_judge_args(args)
     out_dir = Path(args.out)
-    res = rejudge_samples(args.inputs, out_dir, cli=cli, cache=CachePolicy.from_settings(args.cache),
-                          progress=not args.no_progress, config_path=args.judge_config)
+    res = rejudge_samples(args.inputs, out_dir, settings=settings, cache=cache, progress=not args.no_progress)
     print(format_missing_summary(f"{res.dialogues} dialogue(s) in {len(res.files)} file(s)", res.summary["by_level"], res.summary),
           file=sys.stderr)
     print(f"wrote {len(res.outputs)} samples file(s) and judge_summary.json to {out_dir}")

@@ -8,6 +8,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from edufair_metrics.analysis.agreement import DEFAULT_AGREEMENT_N_BOOT
+from edufair_metrics.cli._common import add_judge_args, resolve_judge_args
+from edufair_metrics.errors import EduFairError
+from edufair_metrics.judge.human import HUMAN_FORMATS, PARTIAL_POLICIES, judge_human_items, load_human_set
+from edufair_metrics.report.judge_validity import write_human_agreement
+
 EPILOG = """\
 formats:
   mrbench  the public MRBench / BEA-2025 shared-task JSON (a list of conversations with
@@ -34,9 +40,6 @@ DIR/judge_summary.json (judge settings without any key, counts)."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from edufair_metrics.analysis.agreement import DEFAULT_AGREEMENT_N_BOOT
-    from edufair_metrics.judge.human import HUMAN_FORMATS, PARTIAL_POLICIES
-
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
     parser.add_argument("file", help="the human-labelled responses")
@@ -47,27 +50,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="'To some extent' / partial counts as yes, no, or is dropped (default: %(default)s)")
     parser.add_argument("--n-boot", type=int, default=DEFAULT_AGREEMENT_N_BOOT, help="bootstrap resamples (default %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
-    from edufair_metrics.cli._common import add_judge_args
-
     add_judge_args(parser, unit="responses")  # the judge options of `edufair judge`
 
 
 def main(args: argparse.Namespace) -> int:
-    from edufair_metrics.cache import CachePolicy
-    from edufair_metrics.errors import EduFairError
-    from edufair_metrics.judge.human import judge_human_items, load_human_set
-    from edufair_metrics.report.judge_validity import write_human_agreement
-
     if args.n_boot < 1:
         raise EduFairError(f"--n-boot must be >= 1, got {args.n_boot}")
     human_set = load_human_set(args.file, args.format, partial=args.partial, limit=args.limit)
     items = human_set.items
-    from edufair_metrics.cli._common import judge_cli_settings
-
-    cli = judge_cli_settings(args)
+    settings, cache = resolve_judge_args(args)
     summary: dict = {}
-    judgements, judge_info = judge_human_items(items, cli=cli, config_path=args.judge_config, cache=CachePolicy.from_settings(args.cache),
-                                               progress=not args.no_progress, summary=summary)
+    judgements, judge_info = judge_human_items(items, settings=settings, cache=cache, progress=not args.no_progress,
+                                               summary=summary)
     out = Path(args.out)
     rows = write_human_agreement(out, items, judgements, judge_info=judge_info, summary=summary, n_boot=args.n_boot, seed=args.seed,
                                  source={"file": str(args.file), "format": args.format, "partial": args.partial, "limit": args.limit,

@@ -17,6 +17,7 @@ from edufair_metrics.cache import CachePolicy
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import atomic_write_json, atomic_write_jsonl, iter_jsonl
 from edufair_metrics.judge.run import judge_records
+from edufair_metrics.judge.settings import JudgeSettings
 from edufair_metrics.records import Transcript
 
 
@@ -52,11 +53,11 @@ class RejudgeResult:
     summary: dict[str, Any]
 
 
-def rejudge_samples(inputs: list[str], out_dir: Path, *, cli: dict[str, Any] | None = None, cache: CachePolicy | None = None,
-                    progress: bool = True, config_path: str | None = None) -> RejudgeResult:
-    """Judge again the transcripts of lm-eval samples files (or folders of them) and write the same
-    lines with the new records, plus ``judge_summary.json``, into ``out_dir``. Inputs are never
-    modified."""
+def rejudge_samples(inputs: list[str], out_dir: Path, *, settings: JudgeSettings, cache: CachePolicy | None = None,
+                    progress: bool = True) -> RejudgeResult:
+    """Judge again the transcripts of lm-eval samples files (or folders of them) with the resolved
+    judge ``settings`` and write the same lines with the new records, plus ``judge_summary.json``,
+    into ``out_dir``. Inputs are never modified."""
     files = find_samples(inputs)
     out_dir = Path(out_dir)
     names: dict[str, Path] = {}
@@ -83,7 +84,7 @@ def rejudge_samples(inputs: list[str], out_dir: Path, *, cli: dict[str, Any] | N
         lines.append((f, rows))
 
     summary: dict[str, Any] = {}
-    records = judge_records(transcripts, cli=cli, cache=cache, progress=progress, summary=summary, config_path=config_path)
+    records = judge_records(transcripts, judge=settings, cache=cache, progress=progress, summary=summary)
 
     it = iter(records)
     written = []

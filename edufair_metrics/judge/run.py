@@ -14,7 +14,8 @@ from edufair_metrics.errors import EduFairError
 from edufair_metrics.failures import CallCounts, FailureKind
 from edufair_metrics.judge.client import _Stats, judge_turn, make_client
 from edufair_metrics.judge.prompt import build_messages
-from edufair_metrics.judge.settings import JudgeSettings, load_judge_settings
+from edufair_metrics.judge.settings import JudgeSettings
+from edufair_metrics.protocol.cues import mask_transcript
 from edufair_metrics.records import JUDGE_MISSING, JUDGE_OK, STOP_STUDENT_FAILED, STOP_TUTOR_FAILED, Transcript, TurnJudgement
 from edufair_metrics.scores import score_dialogue
 
@@ -56,7 +57,7 @@ def judge_transcripts(
     "calls" (:class:`CallCounts` of the judge, as a dict)."""
     from tqdm.auto import tqdm
 
-    settings.validate()
+    settings.require_endpoint()
     client = make_client(settings)
     stats = _Stats()
     coalescer = TurnCoalescer(lambda t, i: judge_turn(client, settings, t, i, cache=cache, stats=stats))
@@ -198,26 +199,23 @@ def format_missing_summary(task: str, table: dict[str, dict[str, Any]], totals: 
 
 def judge_records(
     transcripts: list[Transcript],
-    judge: dict[str, Any] | None = None,
+    judge: JudgeSettings | dict[str, Any] | None = None,
     enabled: bool = True,
     cache: CachePolicy | None = None,
     progress: bool = True,
-    cli: dict[str, Any] | None = None,
     summary: dict[str, Any] | None = None,
-    config_path: str | None = None,
 ) -> list[dict[str, Any]]:
     """Judge and score ``transcripts``; returns one record per transcript (shared by the filter
-    and ``edufair judge``)."""
+    and ``edufair judge``). ``judge``: the resolved judge settings (``edufair_metrics.settings``),
+    or their plain data (``JudgeSettings.to_setting()``, as the judge filter receives them)."""
     masked = None
     if enabled:
-        settings = load_judge_settings(metadata=judge, cli=cli, config_path=config_path)
+        settings = JudgeSettings.from_resolved(judge)
         judged = transcripts
         if settings.mask_cues:  # condition-blind judging; the records keep the original text
-            from edufair_metrics.protocol.cues import mask_transcript
-
             masked = [mask_transcript(t) for t in transcripts]
             judged = [m.transcript for m in masked]
-        store = (cache or CachePolicy.from_settings(None)).open()
+        store = (cache or CachePolicy().resolved()).open()
         try:
             judgements = judge_transcripts(judged, settings, cache=store, progress=progress, summary=summary)
         finally:

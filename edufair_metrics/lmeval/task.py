@@ -23,7 +23,6 @@ from edufair_metrics.dialogue import DialogueState
 from edufair_metrics.dialogue.generation import CachedGenerator
 from edufair_metrics.dialogue.loop import run_dialogues
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.judge.settings import load_judge_settings
 from edufair_metrics.lmeval import print_notices_once, quiet_request_bars
 from edufair_metrics.lmeval.harness import (
     answer_placeholders_locally,
@@ -42,7 +41,7 @@ from edufair_metrics.preflight import check_output_path, check_reachable, openai
 from edufair_metrics.protocol import protocol_hash
 from edufair_metrics.provenance import record_provenance, run_provenance
 from edufair_metrics.records import ALL_METRICS, STOP_STUDENT_FAILED, STOP_TUTOR_FAILED, TASK_DOMAINS
-from edufair_metrics.settings import reject_secrets_in_task_metadata, resolve_runner_settings
+from edufair_metrics.settings import resolve_runner_settings
 
 log = logging.getLogger("edufair")
 
@@ -78,18 +77,19 @@ class EduFairTask(ConfigurableTask):
         self.domain = cell.get("domain")
         if self.domain not in TASK_DOMAINS.values():
             raise EduFairError(f"{config.get('task')}: unknown domain '{self.domain}'")
-        reject_secrets_in_task_metadata(config.get("metadata"))
+        # Settings are resolved ONCE (edufair_metrics/settings: the whole precedence chain, the
+        # judge's included; secrets and near misses of `edufair` in the metadata are errors).
         self.settings = resolve_runner_settings(yaml_block, config.get("metadata") or {})
-        # The judge filter gets the same merged settings; `enabled: false` records every label as
-        # missing (judge_disabled), e.g. for --predict_only.
+        # The judge filter gets the resolved judge settings as plain data (not re-resolved there);
+        # `enabled: false` records every label as missing (judge_disabled), e.g. for --predict_only.
         for pipeline in config.get("filter_list") or []:
             for step in pipeline.get("filter", []):
-                step["judge"] = {**(step.get("judge") or {}), **self.settings.judge}
+                step["judge"] = self.settings.judge.to_setting()
                 step["enabled"] = self.settings.judge_enabled
                 step["cache"] = self.settings.cache.to_setting()
-        # Fail fast, before any dialogue runs, on a judge without endpoint and on unreachable
-        # student/judge endpoints (one line naming the endpoint).
-        judge_url = load_judge_settings(metadata=self.settings.judge).base_url if self.settings.judge_enabled else None
+        # Fail fast, before any dialogue runs, on unreachable student/judge endpoints (one line
+        # naming the endpoint); a judge without endpoint already failed in resolve_runner_settings.
+        judge_url = self.settings.judge.base_url if self.settings.judge_enabled else None
         super().__init__(config=config)  # loads the bank and checks the levels: static input first
         check_output_path(evaluation_output_path())  # before any dialogue: results must be savable
         student = self.settings.student
@@ -307,13 +307,13 @@ class JudgeFilter(Filter):
     """lm-eval filter that judges every transcript of a task in one concurrent batch and attaches
     per-dialogue scores.
 
-    YAML (the task injects the merged ``edufair.judge`` settings and the cache policy)::
+    YAML (the task injects the resolved ``edufair.judge`` settings and the cache policy)::
 
         filter_list:
           - name: judged
             filter:
               - function: !function lm_eval_tasks.task.JudgeFilter
-                judge: {base_url: ..., model: ...}   # JudgeSettings overrides (optional)
+                judge: {base_url: ..., model: ...}   # resolved JudgeSettings (to_setting()); missing keys: built-in defaults
                 enabled: true                          # false: every tutor turn missing (judge_disabled)
                 cache: {enabled: true, path: null}     # CachePolicy
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from edufair_metrics.analysis.params import StatParams
-from edufair_metrics.placebo import replicate_level
+from edufair_metrics.protocol.placebo import replicate_level
 from edufair_metrics.report.runs import load_runs
 from edufair_metrics.report.write import write_report
 
