@@ -15,80 +15,120 @@ a credential (``api_key``, ``authorization``, ``password``, ``secret``, access t
 from the key object before hashing, recursively, so neither keys nor headers ever influence or
 reach the cache. Values that contain the text of an API key found in the environment are refused.
 
-Policy (:class:`CachePolicy`, decided once from the settings and used by the runner, the judge and
-``edufair cache``): enabled or not, and where: ``cache.path`` if set, else
-``$EDUFAIR_CACHE_DIR/edufair-calls.sqlite``, else ``results/cache/edufair-calls.sqlite`` relative
-to the current working directory. Threads: one connection per thread (``threading.local``);
-processes: SQLite locking with a busy timeout.
+Policy (:class:`CachePolicy`, the ``edufair.cache`` block, resolved once by the settings chain and
+used by the runner, the judge and ``edufair cache``): enabled or not, and where. The file is
+``cache.path`` if set, else ``edufair-calls.sqlite`` in ``$EDUFAIR_CACHE_DIR`` (the environment
+beats the ``cache.dir`` setting), else in ``cache.dir``, else in the user's cache folder
+``$XDG_CACHE_HOME/edufair`` (default ``~/.cache/edufair``): never relative to the working
+directory, so a rerun from another folder resumes from the same cache. Threads: one connection per
+thread (``threading.local``); processes: SQLite locking with a busy timeout.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
 import os
-import re
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
+
+from pydantic import field_validator
 
 from edufair_metrics.errors import EduFairError
+from edufair_metrics.schema import SettingsModel
+from edufair_metrics.secrets import known_secrets, strip_secrets
 
 log = logging.getLogger(__name__)
 
 CACHE_FILENAME = "edufair-calls.sqlite"
 SCHEMA_VERSION = 1
 
-_SECRET_NAME = re.compile(r"api_?key|authori[sz]ation|password|passwd|secret|bearer|access_?token|auth_?token|hf_?token|^token$|(^|_)key$")
-
-
-def default_cache_path(environ: Mapping[str, str] | None = None) -> Path:
-    """``$EDUFAIR_CACHE_DIR/edufair-calls.sqlite`` if set, else ``./results/cache/edufair-calls.sqlite``."""
-    env = (os.environ if environ is None else environ).get("EDUFAIR_CACHE_DIR")
-    if env:
-        return Path(env).expanduser() / CACHE_FILENAME
-    return Path.cwd() / "results" / "cache" / CACHE_FILENAME
-
-
 _OFF_WORDS = ("off", "none", "false", "no", "disabled")
 
 
-@dataclass(frozen=True)
-class CachePolicy:
-    """Whether model calls are cached, and where. Built once by :meth:`from_settings`."""
+def user_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The user-level cache folder: ``$EDUFAIR_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/edufair``,
+    else ``~/.cache/edufair``. Never relative to the working directory."""
+    env = os.environ if environ is None else environ
+    if env.get("EDUFAIR_CACHE_DIR"):
+        return Path(env["EDUFAIR_CACHE_DIR"]).expanduser()
+    xdg = env.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg and Path(xdg).expanduser().is_absolute() else Path.home() / ".cache"
+    return base / "edufair"
+
+
+def default_cache_path(environ: Mapping[str, str] | None = None) -> Path:
+    """``edufair-calls.sqlite`` in :func:`user_cache_dir`."""
+    return user_cache_dir(environ) / CACHE_FILENAME
+
+
+def default_cache_source(environ: Mapping[str, str] | None = None) -> str:
+    """Which rule chose :func:`default_cache_path` (for ``edufair cache``)."""
+    env = os.environ if environ is None else environ
+    if env.get("EDUFAIR_CACHE_DIR"):
+        return "$EDUFAIR_CACHE_DIR"
+    xdg = env.get("XDG_CACHE_HOME")
+    return "$XDG_CACHE_HOME/edufair" if xdg and Path(xdg).expanduser().is_absolute() else "~/.cache/edufair"
+
+
+class CachePolicy(SettingsModel):
+    """The ``edufair.cache`` block: whether model calls are cached, and where. ``path`` is the
+    file, ``dir`` a folder for ``edufair-calls.sqlite``; :meth:`from_settings` resolves them into
+    the one file (``path`` only) that the runner, the judge and ``edufair cache`` open."""
+
+    PATH: ClassVar[str] = "edufair.cache"
+    EXPECTED: ClassVar[str] = "a mapping like {enabled: true, path: FILE, dir: FOLDER}"
 
     enabled: bool = True
-    path: Path | None = None  # None with enabled: the default location
+    path: str | None = None  # None with enabled: dir, else the user-level default
+    dir: str | None = None
+
+    @field_validator("path", "dir", mode="before")
+    @classmethod
+    def _path_text(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, os.PathLike) else v
 
     @classmethod
-    def from_settings(cls, cache: Mapping[str, Any] | str | None, environ: Mapping[str, str] | None = None) -> "CachePolicy":
-        """From the ``edufair.cache`` setting ({enabled, path, dir}) or a command-line value (a
-        path, or "off"). The file is ``path`` if set, else ``edufair-calls.sqlite`` in
-        ``$EDUFAIR_CACHE_DIR`` (the environment overrides settings), else in ``dir``, else in
-        ``results/cache`` under the working directory."""
+    def from_settings(cls, cache: Mapping[str, Any] | str | os.PathLike | "CachePolicy" | None,
+                      environ: Mapping[str, str] | None = None, *, source: str = "edufair settings") -> "CachePolicy":
+        """The resolved policy of the ``edufair.cache`` setting ({enabled, path, dir}) or of a
+        command-line value (a path, or "off"). The file is ``path`` if set, else
+        ``edufair-calls.sqlite`` in ``$EDUFAIR_CACHE_DIR`` (the environment overrides settings),
+        else in ``dir``, else in the user-level cache folder (:func:`user_cache_dir`)."""
         if isinstance(cache, (str, os.PathLike)):
             text = str(cache).strip()
             if text.lower() in _OFF_WORDS:
                 return cls(enabled=False)
             cache = {"path": text} if text else {}
-        cache = dict(cache or {})
-        if cache.get("enabled", True) is False:
-            return cls(enabled=False)
-        if cache.get("path"):
-            return cls(path=Path(str(cache["path"])).expanduser())
+        block = cache if isinstance(cache, CachePolicy) else cls.from_setting(
+            {} if cache is None else cache, path="edufair.cache", source=source)
         env = os.environ if environ is None else environ
-        if not env.get("EDUFAIR_CACHE_DIR") and cache.get("dir"):
-            return cls(path=Path(str(cache["dir"])).expanduser() / CACHE_FILENAME)
-        return cls(path=default_cache_path(env))
+        if env.get("EDUFAIR_CACHE_DIR") and block.dir:
+            block = block.model_copy(update={"dir": None})
+        return block.resolved(env)
+
+    def resolved(self, environ: Mapping[str, str] | None = None) -> "CachePolicy":
+        """The same policy with its file decided (``path`` only): ``path``, else ``dir``, else the
+        user-level default (:func:`default_cache_path`)."""
+        if not self.enabled:
+            return CachePolicy(enabled=False)
+        if self.path:
+            return CachePolicy(path=str(Path(self.path).expanduser()))
+        if self.dir:
+            return CachePolicy(path=str(Path(self.dir).expanduser() / CACHE_FILENAME))
+        return CachePolicy(path=str(default_cache_path(environ)))
 
     @property
     def location(self) -> Path | None:
-        return (self.path or default_cache_path()) if self.enabled else None
+        if not self.enabled:
+            return None
+        if self.path:
+            return Path(self.path)
+        return Path(self.dir).expanduser() / CACHE_FILENAME if self.dir else default_cache_path()
 
     def open(self) -> "CallCache | None":
         return CallCache(self.location) if self.enabled else None
@@ -119,22 +159,6 @@ def call_key(role: str, identity: Mapping[str, Any], gen_kwargs: Mapping[str, An
     return {"namespace": role, "model": dict(identity), "gen_kwargs": dict(gen_kwargs), "prompt": prompt}
 
 
-@functools.lru_cache(maxsize=4096)  # asked for every environment variable on every cache write
-def is_secret_name(name: str) -> bool:
-    """True for names like api_key, API-Key, Authorization, x-api-key, access_token, password."""
-    norm = str(name).lower().replace("-", "_")
-    return bool(_SECRET_NAME.search(norm))
-
-
-def strip_secrets(obj: Any) -> Any:
-    """A copy of ``obj`` without any mapping entry whose name looks like a credential."""
-    if isinstance(obj, dict):
-        return {k: strip_secrets(v) for k, v in obj.items() if not is_secret_name(k)}
-    if isinstance(obj, (list, tuple)):
-        return [strip_secrets(v) for v in obj]
-    return obj
-
-
 def canonical_json(obj: Any) -> str:
     return json.dumps(strip_secrets(obj), sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
@@ -142,15 +166,6 @@ def canonical_json(obj: Any) -> str:
 def cache_key(key_obj: Any) -> str:
     """sha256 hex digest of the canonical JSON of ``key_obj`` (credentials stripped)."""
     return hashlib.sha256(canonical_json(key_obj).encode("utf-8")).hexdigest()
-
-
-def known_secrets() -> list[str]:
-    """API keys present in the environment (never written anywhere by this package)."""
-    out = []
-    for name, value in os.environ.items():
-        if value and len(value) >= 8 and value != "EMPTY" and is_secret_name(name) and name.upper().endswith("KEY"):
-            out.append(value)
-    return out
 
 
 def _namespace_of(key_obj: Any) -> str:

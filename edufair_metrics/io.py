@@ -1,4 +1,4 @@
-"""File I/O at the edges: atomic writes and strict JSONL reading with file:line errors."""
+"""File I/O at the edges: atomic writes, strict JSONL/JSON/YAML reading with file:line errors."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Iterator
+
+import yaml
 
 from edufair_metrics.errors import EduFairError
 
@@ -89,6 +91,30 @@ def read_json(path: str | os.PathLike) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise EduFairError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     return parse_json(text, str(path))
+
+
+def read_yaml(path: str | os.PathLike, what: str = "") -> Any:
+    """Read and parse one YAML file (``yaml.safe_load``; an empty file is None). Every problem is
+    one EduFairError line: ``cannot read <what> FILE: reason`` when the file cannot be read, else
+    ``FILE:LINE:COLUMN: invalid YAML (problem)``. ``what`` names the file's role ("settings file")."""
+    p = Path(path).expanduser()
+    label = f"{what} {p}" if what else str(p)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise EduFairError(f"cannot read {label}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise EduFairError(f"cannot read {label}: not UTF-8 text (byte {exc.start + 1})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(p)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        context = getattr(exc, "context", None)
+        detail = f"{problem} {context}" if context and problem != context else problem
+        in_what = f" in the {what}" if what else ""
+        raise EduFairError(f"{where}: invalid YAML{in_what} ({' '.join(str(detail).split())})") from None
 
 
 def sha256_file(path: str | os.PathLike) -> str:

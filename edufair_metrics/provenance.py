@@ -9,7 +9,7 @@ from typing import Any
 
 from edufair_metrics import PROTOCOL_VERSION, __version__
 from edufair_metrics.io import sha256_file
-from edufair_metrics.settings import redact
+from edufair_metrics.secrets import strip_secrets
 
 # judge settings that do not change a label (transport, bookkeeping): not part of "decoding"
 JUDGE_NOT_DECODING = (
@@ -46,6 +46,6 @@ def record_provenance(judge: dict[str, Any] | None, run: dict[str, Any] | None, 
     out = {"package_version": __version__, "protocol_version": PROTOCOL_VERSION, "protocol_sha256": protocol_sha256}
     out.update(copy.deepcopy(run or {}))
     judge = judge or {}
-    out.setdefault("models", {})["judge"] = redact({k: v for k, v in judge.items() if k in ("model", "base_url", "enabled")})
-    out.setdefault("decoding", {})["judge"] = redact({k: v for k, v in judge.items() if k not in JUDGE_NOT_DECODING})
+    out.setdefault("models", {})["judge"] = strip_secrets({k: v for k, v in judge.items() if k in ("model", "base_url", "enabled")})
+    out.setdefault("decoding", {})["judge"] = strip_secrets({k: v for k, v in judge.items() if k not in JUDGE_NOT_DECODING})
     return out

@@ -2,11 +2,14 @@
 
 Layers, inner to outer::
 
-    shared root modules (errors, io, records, failures, cache, settings, scores, provenance,
-    preflight, the package __init__)
+    shared root modules (errors, io, records, failures, cache, schema, secrets, scores,
+    provenance, preflight, the package __init__)
       < protocol < bank < dialogue < detectors < judge < runlog < run < analysis < report   (the core stages)
-    lmeval   the ONLY place that touches lm-eval internals; may use every core stage
-    local    may use the core stages and lmeval (tasks_path), never cli
+    settings the one settings chain; composes the stages' settings models, so it may use every
+             core stage, never lmeval, local or cli; no core stage imports it (stages receive
+             resolved models)
+    lmeval   the ONLY place that touches lm-eval internals; may use every core stage and settings
+    local    may use the core stages, settings and lmeval (tasks_path), never cli
     cli      may use everything
 
 and ``lm_eval_tasks/`` (YAMLs + a thin ``task.py``) imports ``edufair_metrics``, never the reverse.
@@ -35,7 +38,7 @@ STAGES = ("protocol", "bank", "dialogue", "detectors", "judge", "runlog", "run",
 ROOT = "<root>"  # the shared top-level modules of edufair_metrics (rank 0, below every stage)
 RANK = {ROOT: 0, **{stage: i + 1 for i, stage in enumerate(STAGES)}}
 CORE = frozenset(RANK)
-OUTER = ("lmeval", "local", "cli")
+OUTER = ("settings", "lmeval", "local", "cli")
 KNOWN_SUBPACKAGES = frozenset(STAGES + OUTER)
 
 # Files outside edufair_metrics/lmeval/ allowed to import lm_eval, each with its reason.
@@ -177,7 +180,7 @@ def test_relative_import_resolution():
     # The package has no relative imports today; make sure they would be classified correctly.
     probe = PKG_DIR / "judge" / "run.py"
     assert _resolve_relative(probe, 1, "parse") == "edufair_metrics.judge.parse"
-    assert _resolve_relative(probe, 2, "report.runs") == "edufair_metrics.report.runs"
+    assert _resolve_relative(probe, 2, "report.write") == "edufair_metrics.report.write"
     assert _resolve_relative(PKG_DIR / "judge" / "__init__.py", 1, None) == "edufair_metrics.judge"
     assert layer_of_target(_resolve_relative(probe, 2, "report")) == "report"
 
@@ -216,10 +219,12 @@ def test_core_never_imports_lmeval_cli_or_local():
         if src in CORE and dst in OUTER:
             bad.append((imp, f"core layer '{src}' imports edufair_metrics.{dst}"))
     if bad:
-        pytest.fail(_report(bad, "core stages and shared root modules must not import lmeval, cli or local"), pytrace=False)
+        pytest.fail(_report(bad, "core stages and shared root modules must not import settings, lmeval, cli or local"), pytrace=False)
 
 
-@pytest.mark.parametrize("src, forbidden", [("local", ("cli",)), ("lmeval", ("cli", "local"))])
+@pytest.mark.parametrize("src, forbidden", [
+    ("settings", ("lmeval", "local", "cli")), ("local", ("cli",)), ("lmeval", ("cli", "local")),
+])
 def test_outer_layers(src, forbidden):
     bad = []
     for path, imp in ALL_IMPORTS:

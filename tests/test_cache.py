@@ -13,8 +13,6 @@ import time
 
 import pytest
 
-from edufair_metrics.errors import EduFairError
-
 from edufair_metrics.cache import (
     EXECUTION_ONLY_ARGS,
     CachePolicy,
@@ -24,8 +22,10 @@ from edufair_metrics.cache import (
     canonical_json,
     default_cache_path,
     model_identity,
-    strip_secrets,
 )
+from edufair_metrics.cli import main as edufair
+from edufair_metrics.errors import EduFairError
+from edufair_metrics.secrets import strip_secrets
 
 
 def test_roundtrip_persistence_and_canonical_keys(tmp_path):
@@ -105,9 +105,19 @@ def test_threads_share_one_cache(tmp_path):
 
 
 def test_default_path_policy(tmp_path, monkeypatch):
+    """The default is user-level, never under the working directory: a rerun from another folder
+    resumes, and `edufair cache` from anywhere reads the same file."""
     monkeypatch.delenv("EDUFAIR_CACHE_DIR", raising=False)
-    monkeypatch.chdir(tmp_path)
-    assert default_cache_path() == tmp_path / "results" / "cache" / "edufair-calls.sqlite"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    for cwd in (tmp_path, tmp_path / "home"):
+        cwd.mkdir(exist_ok=True)
+        monkeypatch.chdir(cwd)
+        assert default_cache_path() == tmp_path / "home" / ".cache" / "edufair" / "edufair-calls.sqlite"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_path() == tmp_path / "xdg" / "edufair" / "edufair-calls.sqlite"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")  # the XDG spec: relative paths are ignored
+    assert default_cache_path() == tmp_path / "home" / ".cache" / "edufair" / "edufair-calls.sqlite"
     monkeypatch.setenv("EDUFAIR_CACHE_DIR", str(tmp_path / "elsewhere"))
     assert default_cache_path() == tmp_path / "elsewhere" / "edufair-calls.sqlite"
     assert CachePolicy.from_settings("off").open() is None
@@ -252,3 +262,21 @@ def test_a_cache_folder_that_cannot_be_created_is_one_line(tmp_path):
     with pytest.raises(EduFairError) as err:
         CachePolicy.from_settings({"path": str(blocker / "sub" / "c.sqlite")}).open()
     assert "cannot create the call cache folder" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_edufair_cache_reads_the_same_file_from_any_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("EDUFAIR_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    expected = tmp_path / "xdg" / "edufair" / "edufair-calls.sqlite"
+    with CallCache(expected) as c:
+        c.put({"namespace": "tutor", "i": 1}, "x")
+    for cwd in (tmp_path / "a", tmp_path / "b" / "c"):
+        cwd.mkdir(parents=True)
+        monkeypatch.chdir(cwd)
+        assert edufair(["cache"]) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert out[0] == f"cache: {expected} (default: $XDG_CACHE_HOME/edufair)", out
+        assert out[1].startswith("entries: 1 ")
+    monkeypatch.setenv("EDUFAIR_CACHE_DIR", str(tmp_path / "env"))
+    assert edufair(["cache"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"cache: {tmp_path / 'env' / 'edufair-calls.sqlite'} (default: $EDUFAIR_CACHE_DIR)"

@@ -9,7 +9,7 @@ import pytest
 
 from edufair_metrics.analysis.placebo import placebo_floor, placebo_summary
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.placebo import PLACEBO_SEED_BASE, PlaceboReplicate, replicate_level, split_replicate_level
+from edufair_metrics.protocol.placebo import PLACEBO_SEED_BASE, PlaceboReplicate, replicate_level, split_replicate_level
 from edufair_metrics.protocol import expand_documents
 from edufair_metrics.records import BankItem
 from edufair_metrics.settings import resolve_runner_settings
@@ -22,7 +22,7 @@ def _docs(n_questions=3, condition="explicit"):
 
 def test_expand_adds_replicates_after_each_question_with_own_seed():
     docs = _docs()
-    out = PlaceboReplicate("female", 3).expand(docs)
+    out = PlaceboReplicate(level="female", replicates=3).expand(docs)
     assert len(out) == len(docs) + 3 * 2  # replicates 2 and 3 for each of 3 questions
     # question-major: each question's replicates follow its last normal document
     assert [d["question_id"] for d in out] == sorted([d["question_id"] for d in out], key=lambda q: int(q[1:]))
@@ -55,7 +55,7 @@ def test_bad_placebo_settings_are_one_line_errors(value, msg):
 
 def test_unknown_placebo_level_names_the_known_levels():
     with pytest.raises(EduFairError, match="not a level of this task.*female"):
-        PlaceboReplicate("martian").expand(_docs())
+        PlaceboReplicate(level="martian").expand(_docs())
 
 
 def _long(rows):

@@ -8,7 +8,7 @@ import pytest
 
 from edufair_metrics.bank import load_bank
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.question_sample import QuestionSample
+from edufair_metrics.bank.sample import QuestionSample
 from edufair_metrics.records import BankItem
 from edufair_metrics.settings import resolve_runner_settings
 
@@ -21,29 +21,29 @@ def items(n: int, domain: str = "physics") -> list[BankItem]:
 
 
 def test_sizes_match_the_papers_subsample():
-    s = QuestionSample(0.3, 0)
+    s = QuestionSample(fraction=0.3, seed=0)
     assert [s.size(n) for n in (907, 500, 500, 10, 1)] == [272, 150, 150, 3, 1]
     assert [len(s.select(items(n))) for n in (907, 500)] == [272, 150]
 
 
 def test_selection_is_stable_and_keyed_by_seed_and_ids_only():
     bank = items(200)
-    a = [it.id for it in QuestionSample(0.3, 0).select(bank)]
+    a = [it.id for it in QuestionSample(fraction=0.3, seed=0).select(bank)]
     # bank order is kept; shuffling the input picks the same questions
     assert a == [it.id for it in bank if it.id in set(a)]
-    assert sorted(a) == sorted(it.id for it in QuestionSample(0.3, 0).select(list(reversed(bank))))
-    assert a != [it.id for it in QuestionSample(0.3, 1).select(bank)]  # another seed, another sample
+    assert sorted(a) == sorted(it.id for it in QuestionSample(fraction=0.3, seed=0).select(list(reversed(bank))))
+    assert a != [it.id for it in QuestionSample(fraction=0.3, seed=1).select(bank)]  # another seed, another sample
     # a smaller fraction is a subset of a larger one (same ranking)
-    assert set(it.id for it in QuestionSample(0.1, 0).select(bank)) <= set(a)
+    assert set(it.id for it in QuestionSample(fraction=0.1, seed=0).select(bank)) <= set(a)
     # frozen: the same ids on every machine and release (sha256 ranking, no RNG library)
-    assert [it.id for it in QuestionSample(0.3, 0).select(items(10))] == ["phys-0000", "phys-0006", "phys-0008"]
+    assert [it.id for it in QuestionSample(fraction=0.3, seed=0).select(items(10))] == ["phys-0000", "phys-0006", "phys-0008"]
 
 
 def test_shipped_bank_sample_is_stratified_per_domain():
     for domain in ("mathematics", "physics", "chemistry"):
         bank = load_bank(domain)
-        chosen = QuestionSample(0.3, 0).select(bank)
-        assert len(chosen) == QuestionSample(0.3, 0).size(len(bank)) and {c.domain for c in chosen} == {domain}
+        chosen = QuestionSample(fraction=0.3, seed=0).select(bank)
+        assert len(chosen) == QuestionSample(fraction=0.3, seed=0).size(len(bank)) and {c.domain for c in chosen} == {domain}
 
 
 @pytest.mark.parametrize("value, msg", [

@@ -1,4 +1,4 @@
-"""The empirical noise floor from a placebo replicate (``edufair_metrics.placebo``): per tutor,
+"""The empirical noise floor from a placebo replicate (``edufair_metrics.protocol.placebo``): per tutor,
 task and metric, the paired contrast between two runs of the SAME condition level (replicate 1
 vs replicate r) over the same questions, with the same statistics as every demographic contrast.
 Its |r| is what tutor sampling plus judge noise alone produce; a demographic |r| is readable only
@@ -10,7 +10,7 @@ from typing import Any
 
 from edufair_metrics.analysis.contrast import DEFAULT_MIN_PAIRS, DEFAULT_N_BOOT, paired_contrast
 from edufair_metrics.analysis.grid import metric_kind
-from edufair_metrics.placebo import split_replicate_level
+from edufair_metrics.protocol.placebo import split_replicate_level
 
 PLACEBO_COLUMNS = ["tutor", "task", "domain", "condition", "level", "replicate", "metric", "kind", "n_pairs",
                    "r", "abs_r", "ci_low", "ci_high", "null_abs_r"]

@@ -1,4 +1,5 @@
-"""Command-line pieces shared by ``edufair report``, ``leaderboard`` and ``compare``."""
+"""Command-line pieces shared by ``edufair report``, ``leaderboard`` and ``compare``, and by
+``edufair judge`` and ``judge-human``."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from edufair_metrics.analysis.contrast import DEFAULT_MIN_PAIRS, DEFAULT_N_BOOT
 from edufair_metrics.analysis.noise import DEFAULT_FDR_METHOD, FDR_METHODS
 from edufair_metrics.analysis.params import StatParams
 from edufair_metrics.analysis.ses import DEFAULT_SES_SUMMARY, SES_SUMMARIES
+from edufair_metrics.judge.settings import REASONING_EFFORTS, STRUCTURED_OUTPUT_FORMS
+from edufair_metrics.settings import load_cache_policy, load_judge_settings
 
 
 def add_stat_args(parser: argparse.ArgumentParser) -> None:
@@ -35,8 +38,6 @@ def stat_params(args: argparse.Namespace) -> StatParams:
 def add_judge_args(parser: argparse.ArgumentParser, *, unit: str = "dialogues") -> None:
     """The judge options shared by `edufair judge` and `edufair judge-human` (highest priority in
     the judge's settings order; unset flags leave config/--metadata/environment values alone)."""
-    from edufair_metrics.judge.settings import REASONING_EFFORTS, STRUCTURED_OUTPUT_FORMS  # lazy: pulls in the judge client
-
     parser.add_argument("--judge-base-url", help="OpenAI-compatible endpoint (overrides env/config)")
     parser.add_argument("--judge-model", help="served judge model name")
     parser.add_argument("--concurrency", type=int, help=f"{unit} judged in parallel")
@@ -49,7 +50,8 @@ def add_judge_args(parser: argparse.ArgumentParser, *, unit: str = "dialogues") 
                              "replaced by placeholders (protocol.yaml); the count is recorded. Default off (the paper's)")
     parser.add_argument("--judge-config", help="judge settings YAML (default: $EDUFAIR_JUDGE_CONFIG, else the packaged "
                                                "edufair_metrics/judge/defaults.yaml)")
-    parser.add_argument("--cache", default=None, help="call cache path, or 'off' (default: $EDUFAIR_CACHE_DIR or results/cache)")
+    parser.add_argument("--cache", default=None, help="call cache file, or 'off' (default: edufair-calls.sqlite in "
+                                                      "$EDUFAIR_CACHE_DIR, else $XDG_CACHE_HOME/edufair, else ~/.cache/edufair)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -66,3 +68,10 @@ def judge_cli_settings(args: argparse.Namespace) -> dict:
     if args.mask_cues:  # absent otherwise, so a config or --metadata setting still applies
         cli["mask_cues"] = True
     return cli
+
+
+def resolve_judge_args(args: argparse.Namespace):
+    """The judge's settings and the cache policy of `edufair judge` / `judge-human`, through the one
+    settings chain (runner layers empty): judge config < environment < these flags."""
+    settings = load_judge_settings(cli=judge_cli_settings(args), config_path=args.judge_config)
+    return settings, load_cache_policy(args.cache)

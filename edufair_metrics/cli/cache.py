@@ -1,7 +1,8 @@
 """``edufair cache``: show (or clear) the persistent call cache.
 
-Location: ``--path``, else ``$EDUFAIR_CACHE_DIR/edufair-calls.sqlite``, else
-``results/cache/edufair-calls.sqlite`` under the current directory.
+Location: ``--path``, else ``edufair-calls.sqlite`` in ``$EDUFAIR_CACHE_DIR``, else in
+``$XDG_CACHE_HOME/edufair``, else in ``~/.cache/edufair`` (the same default as every run, never
+relative to the current directory). The first line of the output names the file read and why.
 """
 
 from __future__ import annotations
@@ -9,11 +10,14 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 
+from edufair_metrics.cache import CallCache, default_cache_source
 from edufair_metrics.errors import EduFairError
+from edufair_metrics.settings import load_cache_policy
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--path", help="cache file (default: $EDUFAIR_CACHE_DIR or results/cache/edufair-calls.sqlite)")
+    parser.add_argument("--path", help="cache file (default: edufair-calls.sqlite in $EDUFAIR_CACHE_DIR, else "
+                                       "$XDG_CACHE_HOME/edufair, else ~/.cache/edufair)")
     parser.add_argument("--clear", metavar="NAMESPACE", help="delete the entries of one namespace (judge, student, tutor, ...) or 'all'")
 
 
@@ -22,11 +26,10 @@ def _fmt_time(ts) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from edufair_metrics.cache import CachePolicy, CallCache
-
-    path = CachePolicy.from_settings({"path": args.path} if args.path else None).location
+    path = load_cache_policy({"path": args.path} if args.path else None).location
+    why = "from --path" if args.path else f"default: {default_cache_source()}"
     if not path.exists() and not args.clear:
-        print(f"cache: {path} (policy: $EDUFAIR_CACHE_DIR or ./results/cache)")
+        print(f"cache: {path} ({why})")
         print("entries: 0 (no cache file yet)")
         return 0
     if not path.exists():
@@ -41,7 +44,7 @@ def main(args: argparse.Namespace) -> int:
             n = cache.clear(ns)
             print(f"cleared {n} entr{'y' if n == 1 else 'ies'} ({'all namespaces' if ns is None else 'namespace ' + ns})")
         st = cache.stats()
-    print(f"cache: {st['path']} (policy: $EDUFAIR_CACHE_DIR or ./results/cache)")
+    print(f"cache: {st['path']} ({why})")
     print(f"entries: {st['entries']}  size: {st['size_bytes'] / 1024:.1f} KiB  oldest: {_fmt_time(st['oldest'])}  newest: {_fmt_time(st['newest'])}")
     for ns, n in st["namespaces"].items():
         print(f"  {ns or '(none)'}: {n}")

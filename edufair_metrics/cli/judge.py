@@ -10,11 +10,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from edufair_metrics.cache import CachePolicy
-from edufair_metrics.cli._common import add_judge_args, judge_cli_settings
-from edufair_metrics.judge.run import format_missing_summary
-from edufair_metrics.judge.settings import load_judge_settings
+from edufair_metrics.cli._common import add_judge_args, resolve_judge_args
 from edufair_metrics.runlog.rejudge import rejudge_samples
+from edufair_metrics.judge.run import format_missing_summary
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -24,9 +22,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    settings = load_judge_settings(cli=judge_cli_settings(args), config_path=args.judge_config)
+    settings, policy = resolve_judge_args(args)
     out_dir = Path(args.out)
-    cache = CachePolicy.from_settings(args.cache).open()
+    cache = policy.open()
     try:
         res = rejudge_samples(args.inputs, out_dir, judge=settings, cache=cache, progress=not args.no_progress)
     finally:

@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 from edufair_metrics.analysis.agreement import DEFAULT_AGREEMENT_N_BOOT
-from edufair_metrics.cache import CachePolicy
-from edufair_metrics.cli._common import add_judge_args, judge_cli_settings
+from edufair_metrics.cli._common import add_judge_args, resolve_judge_args
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.judge.human import HUMAN_FORMATS, PARTIAL_POLICIES, judge_human_items, load_human_set
 from edufair_metrics.report.judge_validity import write_human_agreement
@@ -59,10 +58,10 @@ def main(args: argparse.Namespace) -> int:
         raise EduFairError(f"--n-boot must be >= 1, got {args.n_boot}")
     human_set = load_human_set(args.file, args.format, partial=args.partial, limit=args.limit)
     items = human_set.items
-    cli = judge_cli_settings(args)
+    settings, cache = resolve_judge_args(args)
     summary: dict = {}
-    judgements, judge_info = judge_human_items(items, cli=cli, config_path=args.judge_config, cache=CachePolicy.from_settings(args.cache),
-                                               progress=not args.no_progress, summary=summary)
+    judgements, judge_info = judge_human_items(items, settings=settings, cache=cache, progress=not args.no_progress,
+                                               summary=summary)
     out = Path(args.out)
     rows = write_human_agreement(out, items, judgements, judge_info=judge_info, summary=summary, n_boot=args.n_boot, seed=args.seed,
                                  source={"file": str(args.file), "format": args.format, "partial": args.partial, "limit": args.limit,

@@ -44,17 +44,9 @@ from edufair_metrics.cache import CachePolicy
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import read_json
 from edufair_metrics.judge.run import judge_transcripts
-from edufair_metrics.judge.settings import load_judge_settings
+from edufair_metrics.judge.settings import JudgeSettings
 from edufair_metrics.protocol.cues import all_cues, mask_transcript
-from edufair_metrics.records import (
-    DOMAINS,
-    JUDGE_FIELD_FOR_METRIC,
-    JUDGE_OK,
-    PEDAGOGICAL_METRICS,
-    Transcript,
-    Turn,
-    TurnJudgement,
-)
+from edufair_metrics.records import DOMAINS, JUDGE_FIELD_FOR_METRIC, JUDGE_OK, PEDAGOGICAL_METRICS, Transcript, Turn, TurnJudgement
 
 HUMAN_FORMATS = ("mrbench", "csv")
 PARTIAL_POLICIES = ("yes", "no", "drop")
@@ -309,24 +301,23 @@ def judge_metric_value(judgement: TurnJudgement, metric: str) -> int | None:
 def judge_human_items(
     items: list[HumanItem],
     *,
-    cli: dict[str, Any] | None = None,
-    config_path: str | None = None,
+    settings: JudgeSettings,
     cache: CachePolicy | None = None,
     progress: bool = True,
     summary: dict[str, Any] | None = None,
 ) -> tuple[list[TurnJudgement], dict[str, Any]]:
     """One judgement per item (its response turn) and the judge's public settings, exactly as
-    ``edufair judge`` would obtain them (settings precedence, call cache, retries, progress bar).
-    With ``mask_cues`` the judge sees the texts with every protocol cue masked; ``summary`` then
-    gets "masked_cues" (the number of replacements)."""
-    settings = load_judge_settings(cli=cli, config_path=config_path)
+    ``edufair judge`` would obtain them (the resolved ``settings``, call cache, retries, progress
+    bar). With ``mask_cues`` the judge sees the texts with every protocol cue masked; ``summary``
+    then gets "masked_cues" (the number of replacements)."""
+    settings = JudgeSettings.from_resolved(settings)
     transcripts = [it.transcript for it in items]
     masked = 0
     if settings.mask_cues:  # condition-blind judging: a human set's condition is unknown, so every condition's cues
         cues = all_cues()
         done = [mask_transcript(t, cues) for t in transcripts]
         transcripts, masked = [m.transcript for m in done], sum(m.masked for m in done)
-    store = (cache or CachePolicy.from_settings(None)).open()
+    store = (cache or CachePolicy().resolved()).open()
     try:
         results = judge_transcripts(transcripts, settings, cache=store, progress=progress, summary=summary)
     finally:

@@ -23,24 +23,20 @@ import re
 from pathlib import Path
 
 from edufair_metrics.errors import EduFairError
+from edufair_metrics.io import read_yaml
+from edufair_metrics.protocol.paths import DATA_DIR
 from edufair_metrics.records import Transcript
 
-def judge_prompts_path() -> Path:
-    from edufair_metrics.protocol.paths import DATA_DIR
 
+def judge_prompts_path() -> Path:
     return DATA_DIR / "judge.yaml"
 
 
 @functools.lru_cache(maxsize=1)
 def load_judge_prompts() -> dict[str, str]:
     """{"version", "system", "rubric", "data_notice", "evaluate_line"} from prompts/judge.yaml."""
-    import yaml
-
     path = judge_prompts_path()
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise EduFairError(f"cannot read judge prompts {path}: {exc}") from exc
+    data = read_yaml(path, "judge prompts")
     for key in ("version", "system", "rubric", "data_notice", "evaluate_line"):
         if not isinstance(data, dict) or not isinstance(data.get(key), str):
             raise EduFairError(f"{path}: missing text field '{key}'")

@@ -63,7 +63,7 @@ def judge_transcripts(
     "calls" (:class:`CallCounts` of the judge, as a dict)."""
     from tqdm.auto import tqdm
 
-    settings.validate()
+    settings.require_endpoint()
     client = make_client(settings)
     stats = _Stats()
     coalescer = TurnCoalescer(lambda t, i: judge_turn(client, settings, t, i, cache=cache, stats=stats))

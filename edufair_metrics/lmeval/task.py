@@ -23,7 +23,6 @@ from lm_eval.api.task import ConfigurableTask
 
 from edufair_metrics.errors import EduFairError, Interrupted
 from edufair_metrics.judge.run import format_missing_summary
-from edufair_metrics.judge.settings import load_judge_settings
 from edufair_metrics.lmeval import print_notices_once, quiet_request_bars
 from edufair_metrics.lmeval.aggregations import agg_call_counts, complete_dialogues, summed_call_counts
 from edufair_metrics.lmeval.harness import (
@@ -41,7 +40,7 @@ from edufair_metrics.lmeval.models import HarnessModel, build_student, endpoint_
 from edufair_metrics.preflight import check_output_path, check_reachable, openai_key_exposure, preflight_enabled
 from edufair_metrics.records import ALL_METRICS, TASK_DOMAINS, DialogueRecord, nan_to_none
 from edufair_metrics.run import RoleModel, TaskSpec, run_task, task_documents
-from edufair_metrics.settings import reject_secrets_in_task_metadata, resolve_runner_settings
+from edufair_metrics.settings import resolve_runner_settings
 
 log = logging.getLogger("edufair")
 
@@ -72,11 +71,12 @@ class EduFairTask(ConfigurableTask):
         self.domain = cell.get("domain")
         if self.domain not in TASK_DOMAINS.values():
             raise EduFairError(f"{config.get('task')}: unknown domain '{self.domain}'")
-        reject_secrets_in_task_metadata(config.get("metadata"))
+        # Settings are resolved ONCE (edufair_metrics/settings: the whole precedence chain, the
+        # judge's included; secrets and near misses of `edufair` in the metadata are errors).
         self.settings = resolve_runner_settings(yaml_block, config.get("metadata") or {})
-        # The judge's settings, resolved and validated now: a judge without endpoint fails before
-        # any dialogue runs. `enabled: false` records every label as missing (judge_disabled).
-        self.judge_settings = load_judge_settings(metadata=self.settings.judge) if self.settings.judge_enabled else None
+        # the resolved judge (a judge without endpoint already failed); None with `enabled: false`:
+        # every label is recorded missing (judge_disabled)
+        self.judge_settings = self.settings.judge if self.settings.judge_enabled else None
         self._predict_only = False
         self._records: dict[int, DialogueRecord] = {}
         self._call_counts: dict[str, dict[str, Any]] = {}

@@ -18,7 +18,10 @@ from pathlib import Path
 
 from edufair_metrics.analysis.params import StatParams
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.local.server import LocalServer
+from edufair_metrics.lmeval import tasks_path
+from edufair_metrics.local.server import LocalServer, run_while_serving
+from edufair_metrics.protocol import select_levels
+from edufair_metrics.records import CONDITIONS, TASK_DOMAINS
 from edufair_metrics.report.write import read_report_inputs, write_report
 from edufair_metrics.runlog import newest_outputs
 
@@ -43,8 +46,6 @@ class DemoOptions:
 
 def lm_eval_command(opts: DemoOptions, out: Path, base_url: str, model: str, limit: int) -> list[str]:
     """The ``lm_eval run`` command line of the demo: tutor, student and judge on one endpoint."""
-    from edufair_metrics.lmeval import tasks_path
-
     chat_url = base_url.rstrip("/") + "/chat/completions"
     metadata = {
         "edufair": {
@@ -81,9 +82,6 @@ def lm_eval_command(opts: DemoOptions, out: Path, base_url: str, model: str, lim
 
 
 def levels_per_question(opts: DemoOptions) -> int:
-    from edufair_metrics.protocol import select_levels
-    from edufair_metrics.records import CONDITIONS, TASK_DOMAINS
-
     parts = opts.task.split("_")
     if len(parts) != 3 or parts[0] != "edufair" or parts[1] not in CONDITIONS or parts[2] not in TASK_DOMAINS:
         raise EduFairError(f"--task must be one of the nine edufair_<condition>_<domain> tasks, got '{opts.task}'")
@@ -102,7 +100,8 @@ def run_demo(opts: DemoOptions, make_server=LocalServer) -> Path:
     out = Path(opts.out or Path("results") / f"demo-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
-    env.setdefault("EDUFAIR_CACHE_DIR", str(Path("results") / "cache"))
+    # the call cache: the user-level default of every run (cache.default_cache_path), so the
+    # demo's second run hits the cache from any folder
     env.setdefault("OPENAI_API_KEY", "EMPTY")  # a local server needs none; the client insists on one
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -117,8 +116,6 @@ def run_demo(opts: DemoOptions, make_server=LocalServer) -> Path:
         if server is None:
             code = subprocess.run(cmd, env=env).returncode
         else:
-            from edufair_metrics.local.server import run_while_serving
-
             code = run_while_serving(cmd, server, env=env)
         if code != 0:
             raise EduFairError(f"lm_eval failed with exit code {code} (its output is above)")

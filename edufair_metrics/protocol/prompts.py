@@ -11,10 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.io import sha256_file
+from edufair_metrics.io import read_yaml, sha256_file
 from edufair_metrics.protocol.paths import DATA_DIR
 from edufair_metrics.records import CONDITIONS, GRADES, BankItem, ConditionLevel
 
@@ -26,12 +24,9 @@ def protocol_path() -> Path:
 @functools.lru_cache(maxsize=None)
 def load_protocol(path: str | None = None) -> dict[str, Any]:
     p = Path(path) if path else protocol_path()
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise EduFairError(f"cannot read protocol file {p}: {exc.strerror}") from exc
-    except yaml.YAMLError as exc:
-        raise EduFairError(f"{p}: invalid YAML ({exc})") from exc
+    data = read_yaml(p, "protocol file")
+    if not isinstance(data, dict):
+        raise EduFairError(f"{p}: the protocol file must hold a mapping")
     for key in ("version", "prompts", "composition", "conditions", "grades", "joiner"):
         if key not in data:
             raise EduFairError(f"{p}: protocol has no '{key}' section")

@@ -12,6 +12,7 @@ import pytest
 
 from tests.helpers.bank import write_bank
 from tests.helpers.edufair_cli import EduFairFake, cli_env, lm_eval_argv, run_cli
+from tests.helpers.synthetic_runs import write_run
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +49,10 @@ def _case(tmp_path, fake_url, *, bank_text=None, extra=None, judge=None, url=Non
 CASES = {
     "malformed_bank_line": (dict(bank_text='{"id": "q1", "question": "x"\n'), ["physics.jsonl", ":1"]),
     "unknown_level": (dict(extra={"levels": ["martian"]}), ["martian"]),
-    "unknown_key": (dict(extra={"max_turns": 3}), ["unknown edufair setting", "max_turns"]),
+    "unknown_key": (dict(extra={"max_turns": 3}), ["unknown edufair setting", "max_turns", "did you mean 'max_tutor_turns'?"]),
+    # a typo inside a block used to be ignored: `cache.enable: false` left the cache on
+    "nested_typo_cache_enable": (dict(extra={"cache": {"enable": False}}),
+                                 ["--metadata", "unknown edufair setting 'cache.enable'", "did you mean 'enabled'?"]),
     "turns_not_int": (dict(extra={"max_tutor_turns": "ten"}), ["max_tutor_turns", "'ten'"]),
     "judge_url_unset": (dict(judge="unset"), ["judge endpoint not set"]),
 }
@@ -94,8 +98,6 @@ def test_unreachable_endpoint_fails_fast_naming_it(tmp_path, fake):
 
 def test_report_refuses_other_protocol_version_cli(tmp_path):
     """A results folder whose records carry another protocol version is refused in one line."""
-    from tests.helpers.synthetic_runs import write_run
-
     model_dir = write_run(tmp_path / "runs", "org/old-model")
     for sf in model_dir.glob("samples_*.jsonl"):
         lines = []
@@ -166,3 +168,14 @@ def test_more_bad_inputs_are_one_line(tmp_path, fake):
     (broken / "physics.jsonl").write_text('{"id": "q1", "question": }\n')
     line = _run_expecting_one_line(tmp_path, fake, lm_eval_argv(fake.url, broken, tmp_path / "o4"))
     assert "physics.jsonl:1:26:" in line and "malformed JSON" in line, line  # file:line:column
+
+
+def test_a_near_miss_of_edufair_in_metadata_is_one_line(tmp_path, fake):
+    """`{"edufiar": {...}}` used to be ignored: the run then went to the default student endpoint."""
+    bank = write_bank(tmp_path / "bank", n=1)
+    argv = lm_eval_argv(fake.url, bank, tmp_path / "out")
+    meta = json.loads(argv[-1])
+    meta["edufiar"] = {"max_tutor_turns": 2}
+    argv[-1] = json.dumps(meta)
+    line = _run_expecting_one_line(tmp_path, fake, argv)
+    assert "unknown key 'edufiar'" in line and "did you mean 'edufair'?" in line, line

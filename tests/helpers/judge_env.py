@@ -3,7 +3,7 @@ test that clears them cannot miss a new one)."""
 
 from __future__ import annotations
 
-from edufair_metrics.judge.settings import _ENV_SETTINGS, JUDGE_KEY_ENV
+from edufair_metrics.judge.settings import JUDGE_ENV, JUDGE_KEY_ENV
 
 # EDUFAIR_JUDGE_BASE_URL, _MODEL, ... (settings), the config file, and the API key variables
-JUDGE_ENV_VARS = (*_ENV_SETTINGS, "EDUFAIR_JUDGE_CONFIG", *JUDGE_KEY_ENV)
+JUDGE_ENV_VARS = (*JUDGE_ENV, "EDUFAIR_JUDGE_CONFIG", *JUDGE_KEY_ENV)

@@ -9,10 +9,11 @@ import pytest
 
 from edufair_metrics.cli import main as edufair
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.judge import JudgeSettings, judge_transcripts, load_judge_settings
+from edufair_metrics.judge import JudgeSettings, judge_transcripts
 from edufair_metrics.protocol import condition_levels
 from edufair_metrics.protocol.cues import all_cues, condition_cues, mask_text, mask_transcript
 from edufair_metrics.records import Transcript, Turn
+from edufair_metrics.settings import load_judge_settings
 
 from tests.helpers.fake_openai import FakeOpenAI, labels_json
 from tests.helpers.judge_env import JUDGE_ENV_VARS

@@ -16,11 +16,11 @@ from edufair_metrics.judge import (
     build_messages,
     judge_transcripts,
     load_judge_prompts,
-    load_judge_settings,
     parse_judge_output,
 )
 from edufair_metrics.records import JUDGE_MISSING, JUDGE_OK, Transcript, Turn
 from edufair_metrics.scores import score_dialogue
+from edufair_metrics.settings import load_judge_settings
 
 from tests.helpers.fake_openai import EmptyBody, FakeOpenAI, Hang, HTTPError, Raw, Reply, labels_json
 from tests.helpers.judge_env import JUDGE_ENV_VARS

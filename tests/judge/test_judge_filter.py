@@ -11,7 +11,7 @@ import pytest
 from edufair_metrics.cache import CallCache
 from edufair_metrics.cli import main as cli_main
 from edufair_metrics.judge.run import format_missing_summary
-from edufair_metrics.judge.settings import load_judge_settings
+from edufair_metrics.settings import load_judge_settings
 from edufair_metrics.records import JUDGE_MISSING, JUDGE_OK, STOP_STUDENT_FAILED, Transcript, Turn
 from edufair_metrics.runlog import judge_and_build
 

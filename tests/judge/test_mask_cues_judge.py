@@ -9,7 +9,7 @@ import json
 import pytest
 
 from edufair_metrics.cli import main as cli_main
-from edufair_metrics.judge.settings import load_judge_settings
+from edufair_metrics.settings import load_judge_settings
 from edufair_metrics.records import Transcript, Turn
 from edufair_metrics.runlog import judge_and_build
 

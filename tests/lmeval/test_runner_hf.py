@@ -17,6 +17,7 @@ pytest.importorskip("accelerate", reason="lm-eval's hf backend imports accelerat
 
 from edufair_metrics.errors import EduFairError  # noqa: E402
 from edufair_metrics.lmeval.task import HARNESS_PLACEHOLDER  # noqa: E402
+from edufair_metrics.protocol.placebo import PLACEBO_SEED_BASE  # noqa: E402
 from edufair_metrics.protocol.prompts import condition_levels, system_prompts  # noqa: E402
 from edufair_metrics.records import Transcript  # noqa: E402
 from tests.gpu.tiny_hf import EOT, NO_SYSTEM_TEMPLATE, build_tiny_chat_model  # noqa: E402
@@ -158,8 +159,6 @@ def test_hf_placebo_replicate_is_sampled_under_its_own_torch_seed(bank_dir, tiny
     """HFLM has no per-request seed (transformers' generate rejects one): the replicate's batch is
     generated right after torch.manual_seed(its seed), and no `seed` reaches transformers."""
     import torch
-
-    from edufair_metrics.placebo import PLACEBO_SEED_BASE
 
     lm = make_hflm(tiny_model_dir)
     seeds = []

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from edufair_metrics.analysis.params import StatParams
-from edufair_metrics.placebo import replicate_level
+from edufair_metrics.protocol.placebo import replicate_level
 from edufair_metrics.report.write import read_report_inputs, write_report
 
 from tests.helpers.synthetic_runs import make_scores, write_run

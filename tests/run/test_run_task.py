@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml
 
-from edufair_metrics.judge.settings import load_judge_settings
+from edufair_metrics.settings import load_judge_settings
 from edufair_metrics.records import JUDGE_OK, STOP_MAX_TURNS
 from edufair_metrics.run import RoleModel, TaskSpec, run_task, task_documents
 from edufair_metrics.settings import resolve_runner_settings

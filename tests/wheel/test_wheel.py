@@ -86,7 +86,8 @@ def test_lm_eval_lists_the_tasks_from_the_wheel(installed):
 def test_default_judge_settings_and_data_load_from_the_wheel(installed):
     code = (
         "import edufair_metrics, lm_eval_tasks\n"
-        "from edufair_metrics.judge import load_judge_settings, load_judge_prompts\n"
+        "from edufair_metrics.judge import load_judge_prompts\n"
+        "from edufair_metrics.settings import load_judge_settings\n"
         "from edufair_metrics.bank import load_bank\n"
         "from edufair_metrics.protocol import load_protocol\n"
         "s = load_judge_settings()\n"

@@ -1,4 +1,4 @@
-"""The placebo replicate (re-prompt baseline M′ of gender-bias-essay-feedback.md): one chosen
+"""The placebo replicate (the re-prompt baseline M′ of the counterfactual essay-feedback audit): one chosen
 condition level run ``replicates`` times on the same questions with independent tutor sampling.
 Two runs of the SAME condition differ only by tutor sampling and judge noise, so the paired |r|
 between them is the empirical noise floor a real contrast must clear.
@@ -16,10 +16,12 @@ Explicit, +1/4 in Implicit and Opposite).
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import Field, field_validator
 
 from edufair_metrics.errors import EduFairError
+from edufair_metrics.schema import SettingsModel
 
 REPLICATE_SEP = "~replicate"
 # Per-request seeds of replicates 2..R; replicate 1 keeps the tutor's own sampling (its engine
@@ -42,28 +44,22 @@ def split_replicate_level(level: str) -> tuple[str, int]:
         return str(level), 1
 
 
-@dataclass(frozen=True)
-class PlaceboReplicate:
-    level: str
-    replicates: int = 2
+class PlaceboReplicate(SettingsModel):
+    """``placebo: {level: female, replicates: 2}`` in the ``edufair`` settings."""
 
+    PATH: ClassVar[str] = "edufair.placebo"
+    EXPECTED: ClassVar[str] = "a mapping like {level: female, replicates: 2}"
+
+    level: str = Field(min_length=1, description="one level of the task's condition",
+                       json_schema_extra={"expected": "the name of one level of the task's condition"})
+    replicates: int = Field(2, ge=2)
+
+    @field_validator("level")
     @classmethod
-    def from_setting(cls, value: Any, where: str = "edufair.placebo") -> "PlaceboReplicate | None":
-        if value is None:
-            return None
-        if not isinstance(value, dict):
-            raise EduFairError(f"{where} must be a mapping like {{level: female, replicates: 2}}, got {value!r}")
-        unknown = sorted(set(value) - {"level", "replicates"})
-        if unknown:
-            raise EduFairError(f"{where}: unknown key(s) {', '.join(unknown)} (known: level, replicates)")
-        level, reps = value.get("level"), value.get("replicates", 2)
-        if not isinstance(level, str) or not level:
-            raise EduFairError(f"{where}.level must name one level of the task's condition, got {level!r}")
+    def _plain_level(cls, level: str) -> str:
         if REPLICATE_SEP in level:
-            raise EduFairError(f"{where}.level must be a plain level name, got {level!r}")
-        if isinstance(reps, bool) or not isinstance(reps, int) or reps < 2:
-            raise EduFairError(f"{where}.replicates must be an integer >= 2, got {reps!r}")
-        return cls(level, reps)
+            raise ValueError(f"must be a plain level name, got {level!r}")
+        return level
 
     def expand(self, docs: list[dict[str, Any]], task: str = "") -> list[dict[str, Any]]:
         """``docs`` plus replicates 2..R of ``level``, each right after its question's last document

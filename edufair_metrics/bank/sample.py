@@ -12,35 +12,22 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
-from edufair_metrics.errors import EduFairError
+from pydantic import Field
+
 from edufair_metrics.records import BankItem
+from edufair_metrics.schema import SettingsModel
 
 
-@dataclass(frozen=True)
-class QuestionSample:
+class QuestionSample(SettingsModel):
     """``sample: {fraction: 0.3, seed: 0}`` in the ``edufair`` settings."""
 
-    fraction: float
-    seed: int = 0
+    PATH: ClassVar[str] = "edufair.sample"
+    EXPECTED: ClassVar[str] = "a mapping like {fraction: 0.3, seed: 0}"
 
-    @classmethod
-    def from_setting(cls, value: Any, where: str = "edufair.sample") -> "QuestionSample | None":
-        if value is None:
-            return None
-        if not isinstance(value, dict):
-            raise EduFairError(f"{where} must be a mapping like {{fraction: 0.3, seed: 0}}, got {value!r}")
-        unknown = sorted(set(value) - {"fraction", "seed"})
-        if unknown:
-            raise EduFairError(f"{where}: unknown key(s) {', '.join(unknown)} (known: fraction, seed)")
-        fraction, seed = value.get("fraction"), value.get("seed", 0)
-        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
-            raise EduFairError(f"{where}.fraction must be a number in (0, 1], got {fraction!r}")
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise EduFairError(f"{where}.seed must be an integer, got {seed!r}")
-        return cls(float(fraction), seed)
+    fraction: float = Field(gt=0, le=1, description="the share of each domain's questions, e.g. 0.3")
+    seed: int = 0
 
     def size(self, n: int) -> int:
         """round(fraction × n), halves up (907 × 0.3 = 272.1 → 272; 500 × 0.3 → 150), at least 1."""

@@ -1,0 +1,93 @@
+"""The composed settings model of one EduFair task: :class:`RunnerSettings` (with the simulated
+student's :class:`StudentSettings`). Every other block is the model of the stage that uses it:
+``bank/sample.QuestionSample``, ``protocol/placebo.PlaceboReplicate``,
+``judge/settings.JudgeSettings``, ``cache.CachePolicy``."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field, field_validator, model_validator
+
+from edufair_metrics.bank.sample import QuestionSample
+from edufair_metrics.cache import CachePolicy
+from edufair_metrics.judge.settings import JudgeSettings
+from edufair_metrics.protocol.placebo import PlaceboReplicate
+from edufair_metrics.schema import SettingsModel
+
+# The paper's student decoding (§4): greedy, 2048 new tokens, no stop strings.
+DEFAULT_STUDENT_GEN_KWARGS: dict[str, Any] = {"temperature": 0, "max_gen_toks": 2048, "until": []}
+
+
+class StudentSettings(SettingsModel):
+    """The simulated student: any lm-eval model, built through lm-eval's registry."""
+
+    PATH: ClassVar[str] = "edufair.student"
+    EXPECTED: ClassVar[str] = "a mapping like {model: local-chat-completions, model_args: {...}}"
+
+    model: str = Field(min_length=1, description="an lm-eval model name, e.g. local-chat-completions")
+    model_args: dict[str, Any] | str = Field(default_factory=dict, json_schema_extra={"expected": "a mapping or 'k=v,...' string"})
+    batch_size: Any = "auto"
+    generation_kwargs: dict[str, Any] = Field(default_factory=lambda: dict(DEFAULT_STUDENT_GEN_KWARGS))
+
+    @field_validator("model_args", mode="before")
+    @classmethod
+    def _no_args(cls, v: Any) -> Any:
+        return {} if v is None else v
+
+    @field_validator("generation_kwargs", mode="before")
+    @classmethod
+    def _paper_decoding(cls, v: Any) -> Any:
+        return dict(DEFAULT_STUDENT_GEN_KWARGS) if v is None or v == {} else v
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "model_args": self.model_args, "batch_size": self.batch_size,
+                "generation_kwargs": dict(self.generation_kwargs)}
+
+
+class RunnerSettings(SettingsModel):
+    """Everything the dialogue runner and the judge filter of one task are configured with: the
+    ``edufair`` block, fully resolved (``settings.resolve_runner_settings``)."""
+
+    EXPECTED: ClassVar[str] = "a mapping of edufair settings"
+
+    max_tutor_turns: int = Field(10, ge=1)  # T_max (paper §3.2)
+    levels: tuple[str, ...] | None = Field(None, json_schema_extra={"expected": "a list of level names"})
+    bank_dir: str | None = None
+    preflight: bool = True
+    # overlap one cohort's tutor call with the other's student call (dialogue/loop.py); results are
+    # the same either way, false only trades speed for one call at a time
+    overlap: bool = True
+    sample: QuestionSample | None = None  # the paper's fixed stratified subsample, or None
+    placebo: PlaceboReplicate | None = None  # one level run again with independent sampling, or None
+    student: StudentSettings = Field(description="the simulated student: {model: ..., model_args: {...}}")
+    judge: JudgeSettings = Field(default_factory=JudgeSettings)
+    cache: CachePolicy = Field(default_factory=CachePolicy)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _blocks(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = dict(data)
+            if data.get("student") is None:
+                data["student"] = {}  # so that the error names edufair.student.model
+            for key in ("judge", "cache"):
+                if key in data and data[key] is None:
+                    del data[key]
+        return data
+
+    @field_validator("levels", mode="before")
+    @classmethod
+    def _levels(cls, v: Any) -> Any:
+        if v is None:
+            return None
+        if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v):
+            raise ValueError(f"must be a list of level names, got {v!r}")
+        if not v:
+            raise ValueError("is empty; name at least one level, or leave it out (null) for all levels")
+        return tuple(v)
+
+    @property
+    def judge_enabled(self) -> bool:
+        """``judge.enabled: false`` records every label as missing (judge_disabled)."""
+        return self.judge.enabled
