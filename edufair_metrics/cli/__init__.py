@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 
+from edufair_metrics import __version__
 from edufair_metrics.errors import EduFairError, Interrupted
 
 # subcommand -> (module, one-line help)
@@ -28,8 +29,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
-    from edufair_metrics import __version__
-
     parser = argparse.ArgumentParser(prog="edufair", description="EduFair: pedagogical fairness audits of LLM tutors")
     parser.add_argument("--version", action="version", version=f"edufair {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -7,9 +7,11 @@ from __future__ import annotations
 import importlib.util
 import logging
 import sys
-from pathlib import Path
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
+
+from edufair_metrics.errors import EduFairError
 
 # lm-eval modules that draw a progress bar inside every generate_until call. TemplateAPI ignores
 # its own ``disable_tqdm`` argument for its "Requesting API" bars, and CachingLM draws "Checking
@@ -93,7 +95,5 @@ def tasks_path() -> Path:
     ``lm_eval_tasks``, which depends on this package and not the other way round."""
     spec = importlib.util.find_spec("lm_eval_tasks")
     if spec is None or not spec.submodule_search_locations:
-        from edufair_metrics.errors import EduFairError
-
         raise EduFairError("the lm_eval_tasks package is not installed next to edufair_metrics; reinstall edufair")
     return Path(list(spec.submodule_search_locations)[0]).resolve() / "edufair"
