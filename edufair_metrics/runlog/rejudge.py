@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from edufair_metrics.cache import CallCache
-from edufair_metrics.errors import EduFairError
+from edufair_metrics.errors import EduFairError, Interrupted
 from edufair_metrics.io import atomic_write_json, atomic_write_jsonl, iter_jsonl, read_json
 from edufair_metrics.judge.settings import JudgeSettings
 from edufair_metrics.records import ALL_METRICS, RECORD_KEY, DialogueRecord
@@ -80,9 +80,12 @@ def rejudge_samples(inputs: list[str], out_dir: Path, *, judge: JudgeSettings, c
         lines.append((f, rows))
 
     summary: dict[str, Any] = {}
-    rebuilt = judge_and_build([r.transcript for r in records], judge=judge, cache=cache,
-                              documents=[r.document for r in records], provenances=[r.provenance for r in records],
-                              progress=progress, summary=summary)
+    try:
+        rebuilt = judge_and_build([r.transcript for r in records], judge=judge, cache=cache,
+                                  documents=[r.document for r in records], provenances=[r.provenance for r in records],
+                                  progress=progress, summary=summary)
+    except Interrupted as exc:  # the dialogues are all there (read from the files); say so
+        raise Interrupted(dialogues=len(records), labels=exc.labels) from None
     it = iter(rebuilt)
     written = []
     for f, rows in lines:
