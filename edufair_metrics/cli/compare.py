@@ -20,14 +20,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="largest allowed increase of the headline pedagogical |r̄| (default %(default)s)")
     parser.add_argument("--new-violations", choices=NEW_VIOLATION_POLICIES, default="significant",
                         help="which new violations fail the gate (default %(default)s)")
+    parser.add_argument("--baseline-label", default=None, help="the baseline's name in the output (default: its folder name)")
+    parser.add_argument("--candidate-label", default=None, help="the candidate's name in the output (default: its folder name)")
     parser.add_argument("--out", type=Path, default=None, help="folder (default results/compare-<timestamp>/)")
     add_stat_args(parser)
 
 
 def main(args: argparse.Namespace) -> int:
     params = stat_params(args)
-    base, cand = load_run(args.baseline), load_run(args.candidate)
+    base = load_run(args.baseline, label=args.baseline_label or _folder_name(args.baseline))
+    cand = load_run(args.candidate, label=args.candidate_label or _folder_name(args.candidate))
     res, text = run_compare(base, cand, args.out or timestamped_dir("compare"), params,
                             max_increase=args.max_increase, new_violations=args.new_violations)
     print(text)
     return 1 if res.failed else 0
+
+
+def _folder_name(path: str) -> str:
+    """A run's default name: the folder given (its parent for a results file)."""
+    p = Path(path).expanduser().resolve()
+    return p.parent.name if p.is_file() else p.name

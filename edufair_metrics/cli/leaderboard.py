@@ -15,19 +15,19 @@ from pathlib import Path
 from edufair_metrics.cli._common import add_stat_args, stat_params
 from edufair_metrics.report.leaderboard import write_leaderboard
 from edufair_metrics.report.write import timestamped_dir
-from edufair_metrics.runlog import load_runs, parse_labels
+from edufair_metrics.runlog import load_runs, run_inputs
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("inputs", nargs="+", metavar="RUN", help="lm-eval output folders (one or more tutors)")
+    parser.add_argument("inputs", nargs="*", metavar="RUN", help="lm-eval output folders (one or more tutors)")
     parser.add_argument("--out", type=Path, default=None, help="folder (default results/leaderboard-<timestamp>/)")
-    parser.add_argument("--label", action="append", default=[], metavar="NAME=DIR", help="tutor name for a run folder")
+    parser.add_argument("--label", action="append", default=[], metavar="NAME=DIR", help="tutor name for a run folder; the folder is a run even when not given as RUN")
     add_stat_args(parser)
 
 
 def main(args: argparse.Namespace) -> int:
     params = stat_params(args)
-    runs = load_runs(args.inputs, parse_labels(args.label))
+    runs = load_runs(*run_inputs(args.inputs, args.label))
     out_dir = args.out or timestamped_dir("leaderboard")
     print(write_leaderboard(runs, out_dir, params))
     print(f"written to {out_dir}")

@@ -18,14 +18,14 @@ from pathlib import Path
 
 from edufair_metrics.cli._common import add_stat_args, stat_params
 from edufair_metrics.report.write import read_report_inputs, timestamped_dir, write_report
-from edufair_metrics.runlog import parse_labels
+from edufair_metrics.runlog import run_inputs
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("inputs", nargs="+", metavar="RUN",
+    parser.add_argument("inputs", nargs="*", metavar="RUN",
                         help="lm-eval --output_path folder, model folder or results JSON (one or more)")
     parser.add_argument("--out", type=Path, default=None, help="report folder (default results/report-<timestamp>/)")
-    parser.add_argument("--label", action="append", default=[], metavar="NAME=DIR", help="tutor name for a run folder")
+    parser.add_argument("--label", action="append", default=[], metavar="NAME=DIR", help="tutor name for a run folder; the folder is a run even when not given as RUN")
     parser.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
     parser.add_argument("--judge-agreement", type=Path, default=None, metavar="DIR",
                         help="an `edufair agreement --out` folder: its judge-contingent contrasts go into summary.md")
@@ -36,9 +36,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     params = stat_params(args)
-    inputs = read_report_inputs(args.inputs, parse_labels(args.label))
+    paths, labels = run_inputs(args.inputs, args.label)
+    inputs = read_report_inputs(paths, labels)
     result = write_report(inputs, args.out or timestamped_dir("report"), params, figures=not args.no_figures,
-                          command=["edufair", "report", *map(str, args.inputs)], progress=sys.stderr.isatty(),
+                          command=["edufair", "report", *paths], progress=sys.stderr.isatty(),
                           agreement_dir=args.judge_agreement, human_dir=args.human_agreement)
     print(f"edufair report: {result.line()}")
     return 0

@@ -58,15 +58,30 @@ def warn_if_unbatched(lm) -> None:
         log.warning("edufair: the tutor runs with batch size 1; pass --batch_size auto so each turn is one batched call")
 
 
-def harness_seeds() -> dict[str, Any]:
-    """lm-eval's seeds: the arguments of ``simple_evaluate`` on the call stack."""
+def _simple_evaluate_arguments() -> dict[str, Any] | None:
+    """The local variables of the ``lm_eval.evaluator.simple_evaluate`` call on the stack (its
+    arguments), or None outside one."""
     frame = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_name == "simple_evaluate" and frame.f_globals.get("__name__") == "lm_eval.evaluator":
-            loc = frame.f_locals
-            return {k: loc.get(k) for k in ("random_seed", "numpy_random_seed", "torch_random_seed", "fewshot_random_seed")}
+            return frame.f_locals
         frame = frame.f_back
-    return {}
+    return None
+
+
+def harness_seeds() -> dict[str, Any]:
+    """lm-eval's seeds: the arguments of ``simple_evaluate`` on the call stack."""
+    loc = _simple_evaluate_arguments()
+    if loc is None:
+        return {}
+    return {k: loc.get(k) for k in ("random_seed", "numpy_random_seed", "torch_random_seed", "fewshot_random_seed")}
+
+
+def logs_samples() -> bool | None:
+    """Whether the running evaluation keeps the samples (``--log_samples``), where the records go;
+    None when the task is not built by ``simple_evaluate``."""
+    loc = _simple_evaluate_arguments()
+    return None if loc is None else bool(loc.get("log_samples"))
 
 
 def api_seed(lm) -> Any:
@@ -202,11 +217,6 @@ def _plain(value: Any) -> Any:
 def evaluation_output_path() -> str | None:
     """``--output_path`` of the running evaluation: the ``output_path`` of the EvaluationTracker
     that ``simple_evaluate`` received (the lm_eval CLI always passes one); None without it."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_name == "simple_evaluate" and frame.f_globals.get("__name__") == "lm_eval.evaluator":
-            tracker = frame.f_locals.get("evaluation_tracker")
-            path = getattr(tracker, "output_path", None)
-            return str(path) if path else None
-        frame = frame.f_back
-    return None
+    loc = _simple_evaluate_arguments()
+    path = getattr((loc or {}).get("evaluation_tracker"), "output_path", None)
+    return str(path) if path else None

@@ -32,6 +32,7 @@ from edufair_metrics.lmeval.harness import (
     find_harness_lm,
     harness_seeds,
     install_excepthook,
+    logs_samples,
     tutor_identity,
     warn_if_unbatched,
 )
@@ -88,6 +89,10 @@ class EduFairTask(ConfigurableTask):
         # aggregated with this task's config at hand: the per-role counts go into configs.<task>.metadata
         self._aggregation_list["edufair_calls"] = self.aggregate_call_counts
         check_output_path(evaluation_output_path())  # before any dialogue: results must be savable
+        if logs_samples() is False:
+            log.warning("edufair: %s: lm-eval runs without --log_samples, so the dialogue records (transcripts, judge "
+                        "labels, scores) will not be saved; `edufair report`, `judge` and `view` read them from the "
+                        "samples files: add --log_samples (with --output_path)", config.get("task"))
         student = self.settings.student
         student_url = endpoint_of(student.model, student.model_args)  # also: is the student model known?
         if preflight_enabled(self.settings.preflight):

@@ -12,7 +12,8 @@ from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import atomic_write_json, atomic_write_text
 from edufair_metrics.report.tables import to_markdown
 from edufair_metrics.report.write import versions
-from edufair_metrics.runlog import domain_labels
+from edufair_metrics.runlog import check_compatible, domain_labels
+from edufair_metrics.runlog.runs import check_protocol
 
 
 def run_compare(base, cand, out_dir: Path, params: StatParams, *, max_increase: float,
@@ -21,6 +22,8 @@ def run_compare(base, cand, out_dir: Path, params: StatParams, *, max_increase: 
     result and the text to print. Raises EduFairError when nothing is computable (no evidence is
     not a pass)."""
     params.validate()
+    check_protocol([base, cand])  # the refusals of `edufair report`: a gate across judges, students, ... means nothing
+    check_compatible([base, cand])
     if not max_increase >= 0:
         raise EduFairError(f"--max-increase must be >= 0, got {max_increase}")
     keep = params.keep_failed_dialogues

@@ -19,10 +19,11 @@ from edufair_metrics.runlog.runs import (
     load_runs,
     parse_labels,
     record_files,
+    run_inputs,
 )
 
 __all__ = [
     "Failure", "ReadStats", "RecordLine", "Run", "build_record", "check_compatible", "compat_fields", "complete_record",
     "domain_labels", "find_run_folders", "find_samples", "iter_records", "judge_and_build", "load_records", "load_run",
-    "load_runs", "newest_outputs", "parse_labels", "read_records", "record_files", "tutor_name",
+    "load_runs", "newest_outputs", "parse_labels", "read_records", "record_files", "run_inputs", "tutor_name",
 ]

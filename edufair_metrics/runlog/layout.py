@@ -50,8 +50,15 @@ def _has_results(d: Path) -> bool:
     return any(is_results_file(p) for p in d.iterdir() if p.is_file())
 
 
+# how deep below a given folder run folders are looked for (OUT/<model>/ is 1; a folder of OUT
+# folders, e.g. results/, is 2; one more level for results/<experiment>/<tutor>/<model>/)
+MAX_DEPTH = 3
+
+
 def find_run_folders(path: str | Path) -> list[RunFolder]:
-    """The run folders of an OUT folder, a model folder or a results JSON."""
+    """The run folders of an OUT folder, a model folder, a results JSON, or a parent folder of
+    several runs (every folder up to ``MAX_DEPTH`` levels below that holds a results file; the
+    search does not descend into a run folder)."""
     p = Path(path).expanduser()
     if not p.exists():
         raise EduFairError(f"no such file or directory: {p}")
@@ -59,12 +66,22 @@ def find_run_folders(path: str | Path) -> list[RunFolder]:
         if not is_results_file(p):
             raise EduFairError(f"{p}: expected an lm-eval results_<timestamp>.json file")
         return [RunFolder(p.parent, p)]
-    if _has_results(p):
-        return [RunFolder(p)]
-    subs = sorted(d for d in p.iterdir() if d.is_dir() and _has_results(d))
-    if not subs:
-        raise EduFairError(f"no lm-eval results_*.json in {p} or its subfolders (run lm_eval with --output_path and --log_samples)")
-    return [RunFolder(d) for d in subs]
+    found: list[RunFolder] = []
+    level = [p]
+    for _ in range(MAX_DEPTH + 1):
+        below = []
+        for d in level:
+            if _has_results(d):
+                found.append(RunFolder(d))
+            else:
+                below.extend(sorted(c for c in d.iterdir() if c.is_dir() and not c.name.startswith(".")))
+        level = below
+        if not level:
+            break
+    if not found:
+        raise EduFairError(f"no lm-eval results_*.json in {p} or up to {MAX_DEPTH} folders below it "
+                           "(run lm_eval with --output_path and --log_samples)")
+    return sorted(found, key=lambda f: str(f.path))
 
 
 @dataclass

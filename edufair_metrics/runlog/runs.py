@@ -161,6 +161,18 @@ def _load_folder(folder: RunFolder, labels: dict[Path, str], origin: Path, visit
     return run
 
 
+def run_inputs(paths: Sequence[str | Path] | None, labels: Sequence[str] | None) -> tuple[list[str], dict[Path, str]]:
+    """The runs of a command line: the positional ``paths`` plus every ``--label NAME=DIR`` whose
+    DIR is not among them (a labelled folder is a run), and the labels by resolved folder."""
+    label_map = parse_labels(labels)
+    out = [str(p) for p in paths or []]
+    given = {Path(p).expanduser().resolve() for p in out}
+    out += [str(d) for d in label_map if d not in given]
+    if not out:
+        raise EduFairError("no run given: name one or more lm-eval output folders (or --label NAME=DIR)")
+    return out, label_map
+
+
 def parse_labels(items: Sequence[str] | None) -> dict[Path, str]:
     """``NAME=DIR`` strings -> {resolved DIR: NAME}."""
     out: dict[Path, str] = {}
@@ -199,7 +211,8 @@ def load_run(path: str | Path, label: str | None = None, *, visit: RecordVisitor
     """Exactly one tutor's run from an OUT folder, a model folder or a results JSON."""
     folders = find_run_folders(path)
     if len(folders) != 1:
-        raise EduFairError(f"{path} holds {len(folders)} model folders; pass one of them")
+        names = ", ".join(str(f.path) for f in folders[:6]) + (", ..." if len(folders) > 6 else "")
+        raise EduFairError(f"{path} holds {len(folders)} runs; pass one of them: {names}")
     labels = {folders[0].path.resolve(): label} if label else {}
     return _load_folder(folders[0], labels, Path(path).expanduser(), visit)
 

@@ -4,7 +4,6 @@ process (and to ``edufair judge``) against a slow loopback endpoint."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -15,11 +14,9 @@ import pytest
 
 from tests.helpers.bank import write_bank
 from tests.helpers.edufair_cli import PY, EduFairFake, cli_env, lm_eval_argv, role_of
-from tests.helpers.fake_openai import Reply
 
 pytestmark = pytest.mark.slow
 
-LINE = "interrupted: {} dialogues and {} labels are cached; rerun the same command to resume"
 
 
 def _interrupt_when(fake: EduFairFake, argv, env, cwd, phase: str):

@@ -109,9 +109,10 @@ def test_evaluate_is_the_frame_harness_walks_to():
 
 def test_simple_evaluate_seed_parameters():
     simple = lm_eval.evaluator.simple_evaluate
-    who = "edufair_metrics.lmeval.harness.harness_seeds (reads them from the simple_evaluate frame)"
+    who = "edufair_metrics.lmeval.harness (harness_seeds, logs_samples, evaluation_output_path read the simple_evaluate frame)"
     params = inspect.signature(simple).parameters
-    for name in ("random_seed", "numpy_random_seed", "torch_random_seed", "fewshot_random_seed"):
+    for name in ("random_seed", "numpy_random_seed", "torch_random_seed", "fewshot_random_seed", "log_samples",
+                 "evaluation_tracker"):
         assert name in params, broken(f"simple_evaluate has no parameter {name!r}", who)
     code = inspect.unwrap(simple).__code__
     assert code.co_name == "simple_evaluate", broken(f"simple_evaluate's code object is named {code.co_name!r}", who)

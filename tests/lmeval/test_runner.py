@@ -191,3 +191,23 @@ def test_group_runs_all_domains(tmp_path):
     grades = {t: records(results, t)[0]["transcript"]["tutor_system"][:20]
               for t in ("edufair_explicit_math", "edufair_explicit_chemistry")}
     assert grades == {"edufair_explicit_math": "This is a Grade 9 fe", "edufair_explicit_chemistry": "This is a Grade 8 fe"}
+
+
+def test_a_run_without_log_samples_is_warned_about(bank_dir, caplog):
+    """Without --log_samples the records are not saved, and the report needs them: say so when the
+    task is built, not after the whole audit."""
+    import logging
+
+    meta = {"edufair": {"max_tutor_turns": 1, "bank_dir": str(bank_dir), "levels": ["female", "male"],
+                        "student": {"model": "edufair-fake-student", "model_args": {"script": "default"}},
+                        "judge": {"enabled": False}}}
+    with caplog.at_level(logging.WARNING, logger="edufair"):
+        simple_evaluate(model=ScriptedChatLM(), tasks=["edufair_explicit_physics"], log_samples=False, limit=2,
+                        task_manager=TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=meta))
+    assert any("without --log_samples" in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    from tests.helpers.fake_lms import run_task
+
+    with caplog.at_level(logging.WARNING, logger="edufair"):
+        run_task(ScriptedChatLM(), bank_dir, max_turns=1, limit=2)  # log_samples=True
+    assert not any("without --log_samples" in r.getMessage() for r in caplog.records)

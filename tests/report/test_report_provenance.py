@@ -91,3 +91,16 @@ def test_student_identity_decides_compatibility_not_its_endpoint():
     assert api == fields("local-chat-completions", {"model": "M", "base_url": "http://b:2/v1", "num_concurrent": 8})
     assert api != fields("vllm", {"model": "M"})
     assert api != fields("local-chat-completions", {"model": "other"})
+
+
+@pytest.mark.parametrize("override,field", DIFFERENCES, ids=[f for _, f in DIFFERENCES])
+def test_compare_refuses_what_report_refuses(tmp_path, capsys, override, field):
+    """The CI gate pools two runs like a report does: a candidate measured with another judge,
+    student, bank or turn budget is refused (exit 2, the field named), never passed."""
+    write_run(tmp_path / "a", "org/tutor-a", provenance={}, seed=1, conditions=("explicit",), n_questions=20)
+    write_run(tmp_path / "b", "org/tutor-b", provenance=override, seed=2, conditions=("explicit",), n_questions=20)
+    rc = cli(["compare", "--baseline", str(tmp_path / "a"), "--candidate", str(tmp_path / "b"), "--n-boot", "20",
+              "--out", str(tmp_path / "cmp")])
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert rc == 2 and len(err) == 1 and f"{field} differs" in err[0], err
+    assert not (tmp_path / "cmp").exists()
