@@ -28,6 +28,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-ctx", type=int, default=d.n_ctx, help="local server context size (default: %(default)s)")
     parser.add_argument("--out", default=None, help="output folder (default: results/demo-<timestamp>)")
     parser.add_argument("--n-boot", type=int, default=d.n_boot, help="bootstrap resamples in the report")
+    parser.add_argument("--gen-kwargs", default=None, metavar="K=V,...",
+                        help="the tutor's decoding, as lm_eval --gen_kwargs (default: temperature=0.1,"
+                             "max_gen_toks=--tutor-max-tokens), e.g. temperature=0.7,top_p=0.9")
+    parser.add_argument("--print-command", action="store_true",
+                        help="print the exact lm_eval command and metadata the demo runs, and stop (for running the "
+                             "same audit against your own server: with --endpoint/--endpoint-model)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -37,6 +43,10 @@ def main(args: argparse.Namespace) -> int:
         tutor_max_tokens=args.tutor_max_tokens, student_max_tokens=args.student_max_tokens,
         judge_max_tokens=args.judge_max_tokens, threads=args.threads, model_file=args.model_file,
         endpoint=args.endpoint, endpoint_model=args.endpoint_model, n_ctx=args.n_ctx, out=args.out, n_boot=args.n_boot,
+        gen_kwargs=args.gen_kwargs,
     )
+    if args.print_command:
+        print(demo.print_command(opts))
+        return 0
     demo.run_demo(opts, make_server=demo.LocalServer)
     return 0

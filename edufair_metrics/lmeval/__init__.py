@@ -62,7 +62,11 @@ def quiet_request_bars() -> Iterator[None]:
 # let through once per process (the run); every other lm-eval message is left alone.
 # logger name -> message texts (the exact format string lm-eval logs)
 ONCE_PER_RUN_NOTICES: dict[str, tuple[str, ...]] = {
-    "lm_eval.models.api_models": ("Tokenized requests are disabled. Context + generation length is not checked.",),
+    "lm_eval.models.api_models": (
+        "Tokenized requests are disabled. Context + generation length is not checked.",
+        # asked for every request of a chat endpoint without a tokenizer (eos_string is not cached)
+        "Cannot determine EOS string to pass to stop sequence. Manually set by passing `eos_string` to model_args.",
+    ),
 }
 
 

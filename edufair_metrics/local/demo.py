@@ -8,18 +8,22 @@ dialogues and labels carry no scientific weight (see README for real audits on a
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
-import subprocess
+import shlex
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from edufair_metrics.analysis.params import StatParams
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.lmeval import tasks_path
-from edufair_metrics.local.server import LocalServer, run_while_serving
+from edufair_metrics.local.server import EMBEDDED_ALIAS, LocalServer, run_filtered, run_while_serving
 from edufair_metrics.protocol import select_levels
 from edufair_metrics.records import CONDITIONS, TASK_DOMAINS
 from edufair_metrics.report.write import read_report_inputs, write_report
@@ -42,49 +46,93 @@ class DemoOptions:
     n_ctx: int = 4096
     out: str | None = None
     n_boot: int = 1000
+    gen_kwargs: str | None = None  # the tutor's decoding, lm_eval --gen_kwargs style (k=v,...)
+
+
+# The embedded server answers one request at a time; two in flight keep one queued behind it so the
+# server never idles between requests (and lm-eval's async path is used, with no one-at-a-time warning).
+DEMO_CONCURRENCY = 2
+# where `--print-command` shows the embedded server (its port is chosen when the demo starts)
+PLACEHOLDER_URL = "http://127.0.0.1:8080/v1"
+
+
+def demo_metadata(opts: DemoOptions, base_url: str, model: str) -> dict[str, Any]:
+    """The ``edufair`` settings the demo passes as ``--metadata``: student and judge on the same
+    endpoint as the tutor (``configs/demo-local.yaml`` holds the same, for the embedded model)."""
+    chat_url = base_url.rstrip("/") + "/chat/completions"
+    return {
+        "max_tutor_turns": opts.max_tutor_turns,
+        **({"levels": list(opts.levels)} if opts.levels else {}),
+        "student": {
+            "model": "local-chat-completions",
+            "model_args": {"model": model, "base_url": chat_url, "num_concurrent": DEMO_CONCURRENCY, "max_retries": 3,
+                           "tokenized_requests": False},
+            "generation_kwargs": {"temperature": 0, "max_gen_toks": opts.student_max_tokens, "until": []},
+        },
+        # Small local models only emit valid JSON under schema-constrained decoding.
+        "judge": {
+            "base_url": base_url, "model": model, "structured_output": "json_object",
+            "max_tokens": opts.judge_max_tokens, "concurrency": 1, "max_retries": 2, "timeout_s": 300,
+            # SmolLM2 has no reasoning mode: send no reasoning_effort (recorded as null). Any
+            # other --endpoint keeps the paper's default ("low").
+            **({} if opts.endpoint else {"reasoning_effort": None}),
+        },
+    }
+
+
+def tutor_gen_kwargs(opts: DemoOptions) -> str:
+    """The tutor's decoding (lm_eval --gen_kwargs): the demo's short turns, then ``--gen-kwargs``."""
+    given = dict(kv.split("=", 1) for kv in filter(None, (opts.gen_kwargs or "").split(",")) if "=" in kv)
+    bad = [kv for kv in filter(None, (opts.gen_kwargs or "").split(",")) if "=" not in kv]
+    if bad:
+        raise EduFairError(f"--gen-kwargs expects key=value pairs separated by commas, got {bad[0]!r}")
+    merged = {"temperature": "0.1", "max_gen_toks": str(opts.tutor_max_tokens), **given}
+    return ",".join(f"{k}={v}" for k, v in merged.items())
 
 
 def lm_eval_command(opts: DemoOptions, out: Path, base_url: str, model: str, limit: int) -> list[str]:
     """The ``lm_eval run`` command line of the demo: tutor, student and judge on one endpoint."""
     chat_url = base_url.rstrip("/") + "/chat/completions"
-    metadata = {
-        "edufair": {
-            "max_tutor_turns": opts.max_tutor_turns,
-            **({"levels": list(opts.levels)} if opts.levels else {}),
-            "student": {
-                "model": "local-chat-completions",
-                "model_args": {"model": model, "base_url": chat_url, "num_concurrent": 1, "max_retries": 3, "tokenized_requests": False},
-                "generation_kwargs": {"temperature": 0, "max_gen_toks": opts.student_max_tokens, "until": []},
-            },
-            # Small local models only emit valid JSON under schema-constrained decoding.
-            "judge": {
-                "base_url": base_url, "model": model, "structured_output": "json_object",
-                "max_tokens": opts.judge_max_tokens, "concurrency": 1, "max_retries": 2, "timeout_s": 300,
-                # SmolLM2 has no reasoning mode: send no reasoning_effort (recorded as null). Any
-                # other --endpoint keeps the paper's default ("low").
-                **({} if opts.endpoint else {"reasoning_effort": None}),
-            },
-        }
-    }
     return [
         sys.executable, "-m", "lm_eval", "run",
         "--model", "local-chat-completions",
-        "--model_args", f"model={model},base_url={chat_url},num_concurrent=1,max_retries=3,tokenized_requests=False",
+        "--model_args", f"model={model},base_url={chat_url},num_concurrent={DEMO_CONCURRENCY},max_retries=3,"
+                        "tokenized_requests=False",
         "--tasks", opts.task,
         "--include_path", str(tasks_path()),
         "--limit", str(limit),
         # `until` stays [] from the task YAML: lm-eval would parse "until=[]" here as the stop string "[]".
-        "--gen_kwargs", f"temperature=0.1,max_gen_toks={opts.tutor_max_tokens}",
-        "--metadata", json.dumps(metadata),
+        "--gen_kwargs", tutor_gen_kwargs(opts),
+        "--metadata", json.dumps({"edufair": demo_metadata(opts, base_url, model)}),
         "--log_samples",
         "--output_path", str(out / "lm_eval"),
     ]
 
 
+def print_command(opts: DemoOptions) -> str:
+    """The exact ``lm_eval`` command the demo runs (shell-quoted) and its metadata, for running the
+    same audit against your own server: ``--endpoint`` / ``--endpoint-model``, else the embedded
+    server at a placeholder port."""
+    levels_per_question(opts)  # a bad --task or --levels fails here too
+    base = opts.endpoint or PLACEHOLDER_URL
+    model = opts.endpoint_model or EMBEDDED_ALIAS
+    limit = opts.questions * levels_per_question(opts)
+    out = Path(opts.out or "results/demo")
+    cmd = ["lm_eval"] + lm_eval_command(opts, out, base, model, limit)[3:]
+    lines = ["# the lm_eval command `edufair demo` runs" + ("" if opts.endpoint else
+             f" (the embedded server's port is chosen at start; {PLACEHOLDER_URL} stands for it)") + ":",
+             shlex.join(cmd), "", "# its --metadata edufair block, as a settings file (--metadata '{\"edufair\": {\"config\": FILE}}'):",
+             yaml.safe_dump(demo_metadata(opts, base, model), sort_keys=False).rstrip()]
+    return "\n".join(lines)
+
+
 def levels_per_question(opts: DemoOptions) -> int:
     parts = opts.task.split("_")
     if len(parts) != 3 or parts[0] != "edufair" or parts[1] not in CONDITIONS or parts[2] not in TASK_DOMAINS:
-        raise EduFairError(f"--task must be one of the nine edufair_<condition>_<domain> tasks, got '{opts.task}'")
+        names = [f"edufair_{c}_{d}" for c in CONDITIONS for d in TASK_DOMAINS]
+        close = difflib.get_close_matches(opts.task, names, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else f" ({', '.join(names)})"
+        raise EduFairError(f"--task must be one of the nine edufair_<condition>_<domain> tasks, got '{opts.task}'{hint}")
     # Unknown level names are an error here already, before any server starts.
     return len(select_levels(parts[1], list(opts.levels) if opts.levels else None))
 
@@ -114,7 +162,7 @@ def run_demo(opts: DemoOptions, make_server=LocalServer) -> Path:
               f"T_max={opts.max_tutor_turns}", flush=True)
         print("edufair demo: running lm_eval (tutor, student and judge on the same endpoint) ...", flush=True)
         if server is None:
-            code = subprocess.run(cmd, env=env).returncode
+            code = run_filtered(cmd, env=env)
         else:
             code = run_while_serving(cmd, server, env=env)
         if code != 0:

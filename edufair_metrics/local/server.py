@@ -75,18 +75,90 @@ class ServerExited(EduFairError):
         super().__init__(f"the local model server exited ({status}){when}; log: {server.log_path}{hint}")
 
 
+# Lines of a child's stderr that say nothing to a demo user: lm-eval asks `git describe` for the
+# commit of the working directory and lets git complain outside a checkout.
+NOISE_LINES = (b"fatal: not a git repository",)
+
+
+class StderrRelay:
+    """Copies a child's stderr to ours as it arrives (progress bars' carriage returns included),
+    leaving out the complete lines that start with one of ``NOISE_LINES``."""
+
+    def __init__(self, source, sink, noise: Sequence[bytes] = NOISE_LINES) -> None:
+        self.source, self.sink, self.noise = source, sink, tuple(noise)
+        self.thread = threading.Thread(target=self._run, name="edufair-stderr", daemon=True)
+
+    def start(self) -> "StderrRelay":
+        self.thread.start()
+        return self
+
+    def _could_be_noise(self, partial: bytes) -> bool:
+        return any(n.startswith(partial) or partial.startswith(n) for n in self.noise)
+
+    def _run(self) -> None:
+        buf = b""
+        fd = self.source.fileno()
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            buf += chunk
+            out = []
+            while True:  # complete lines: drop the noise, pass the rest
+                nl = buf.find(b"\n")
+                if nl < 0:
+                    break
+                line, buf = buf[:nl + 1], buf[nl + 1:]
+                cr = line.rfind(b"\r") + 1  # progress-bar updates before the line's last part stay
+                if any(line[cr:].startswith(n) for n in self.noise):
+                    line = line[:cr]
+                out.append(line)
+            cut = buf.rfind(b"\r") + 1  # a progress bar's update: pass it now
+            if cut:
+                out.append(buf[:cut])
+                buf = buf[cut:]
+            if buf and not self._could_be_noise(buf):
+                out.append(buf)
+                buf = b""
+            if out:
+                self.sink.write(b"".join(out))
+                self.sink.flush()
+        if buf and not any(buf.startswith(n) for n in self.noise):
+            self.sink.write(buf)
+            self.sink.flush()
+
+    def join(self, timeout: float = 5.0) -> None:
+        self.thread.join(timeout)
+
+
+def run_filtered(cmd: Sequence[str], *, env: dict[str, str] | None = None) -> int:
+    """Run ``cmd`` to its end with its stderr through :class:`StderrRelay`; its exit code."""
+    proc = subprocess.Popen(list(cmd), env=env, stderr=subprocess.PIPE)
+    relay = StderrRelay(proc.stderr, sys.stderr.buffer).start()
+    try:
+        code = proc.wait()
+    except BaseException:
+        proc.terminate()
+        raise
+    relay.join()
+    return code
+
+
 def run_while_serving(cmd: Sequence[str], server: "LocalServer", *, env: dict[str, str] | None = None,
                       poll_s: float = 0.1) -> int:
     """Run ``cmd`` (e.g. ``lm_eval``) while ``server`` answers it; returns the command's exit code.
+    Its stderr reaches ours through :class:`StderrRelay` (git's "not a git repository" left out).
 
     If the server process exits first, the command's whole process group is stopped at once (no
     client keeps retrying against a dead port) and :class:`ServerExited` is raised."""
     kwargs: dict[str, Any] = {"start_new_session": True} if os.name == "posix" else {}
-    proc = subprocess.Popen(list(cmd), env=env, **kwargs)
+    proc = subprocess.Popen(list(cmd), env=env, stderr=subprocess.PIPE, **kwargs)
+    relay = StderrRelay(proc.stderr, sys.stderr.buffer).start()
     try:
         while True:
             code = proc.poll()
             if code is not None:
+                relay.join()
                 return code
             status = server.exit_status()
             if status is not None:

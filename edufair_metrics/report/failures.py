@@ -19,7 +19,7 @@ from edufair_metrics.runlog import Run
 def failure_table(runs: Iterable[Run]):
     """Failures counted by kind per tutor, task and condition level."""
     cols = ["tutor", "task", "condition", "level", "stage", "kind"]
-    rows = [(r.label, *f) for r in runs for f in r.failures]
+    rows = [(r.label, *f[:5]) for r in runs for f in r.failures]
     if not rows:
         return pd.DataFrame(columns=cols + ["count"])
     return pd.DataFrame(rows, columns=cols).groupby(cols, sort=True).size().reset_index(name="count")
@@ -48,6 +48,24 @@ def missing_label_table(runs_or_scores: Iterable[Run] | Iterable[DialogueScores]
     return out
 
 
+def failure_examples(runs: Iterable[Run]):
+    """One row per (tutor, stage, kind): how many, and the first one as an example with its
+    recorded reason (which dialogue, which judged turn), so that a count such as
+    ``inconsistent=4`` can be looked up."""
+    cols = ["tutor", "stage", "kind", "count", "example", "reason"]
+    first: dict[tuple, list] = {}
+    for r in runs:
+        for f in r.failures:
+            key = (r.label, f.stage, f.kind)
+            if key not in first:
+                where = f"{f.task} / {f.level} / question {f.question_id}"
+                if f.turn_index is not None:
+                    where += f" / turn {f.turn_index}"
+                first[key] = [*key, 0, where, (f.detail or "(no reason recorded)").replace("\n", " ")[:300]]
+            first[key][3] += 1
+    return pd.DataFrame(sorted(first.values(), key=lambda row: row[:3]), columns=cols)
+
+
 def failed_dialogue_counts(runs, keep_failed: bool):
     """Dialogues ended by a failed call per tutor, task, condition and level, and whether the
     statistics left them out (``excluded``)."""
@@ -67,6 +85,11 @@ def failures_sections(runs, failures, keep_failed: bool) -> list[str]:
         failures, "Failures by kind per task and condition level",
         "stage student/tutor: the dialogue ended because that call still failed (its transcript records the error, "
         "e.g. empty_visible_turn); stage judge: a tutor turn whose label is missing (never replaced by a value).")]
+    examples = failure_examples(runs)
+    if len(examples):
+        sections.append(to_markdown(examples, "One example per kind, with its reason",
+                                    "The first failure of each kind, as its record states it (the dialogue's samples line "
+                                    "holds the rest: transcript.error, or the judgement's reason and raw answer)."))
     failed = failed_dialogue_counts(runs, keep_failed)
     n = int(failed["failed_dialogues"].sum()) if len(failed) else 0
     how = ("kept in the contrasts, scored on their partial turns (--keep-failed-dialogues)" if keep_failed else

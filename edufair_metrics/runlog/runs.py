@@ -39,6 +39,9 @@ class Failure(NamedTuple):
     level: str
     stage: str
     kind: str
+    question_id: str = ""
+    turn_index: int | None = None  # the judged tutor turn (judge failures)
+    detail: str = ""  # the recorded reason, as the record states it
 
 
 @dataclass
@@ -84,10 +87,12 @@ def record_failures(record: DialogueRecord) -> list[Failure]:
     where = (s.task, s.condition, s.level)
     out = []
     if s.failed:  # a failure stop reason, or any recorded error (empty_visible_turn, ...)
-        out.append(Failure(*where, failed_stage(t.stop_reason), str(t.error_kind or FailureKind.OTHER.value)))
+        out.append(Failure(*where, failed_stage(t.stop_reason), str(t.error_kind or FailureKind.OTHER.value),
+                           str(s.question_id), None, str(t.error or "")))
     for j in record.judgements:
         if j.status == JUDGE_MISSING:
-            out.append(Failure(*where, "judge", str(j.kind or FailureKind.OTHER.value)))
+            out.append(Failure(*where, "judge", str(j.kind or FailureKind.OTHER.value), str(s.question_id), j.turn_index,
+                               str(j.reason or "")))
     return out
 
 

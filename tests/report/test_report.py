@@ -151,6 +151,12 @@ def test_failures_are_counted_by_kind_and_level(tmp_path):
     assert got == {(rec0["scores"]["level"], "student", "http_429"): 1,
                    (rec1["scores"]["level"], "judge", "invalid_json"): 1}
     assert "1 dialogue(s) ended by a failed model call, 1 missing judge label(s)" in (tmp_path / "rep" / "summary.md").read_text()
+    # failures.md names one example per kind with its reason, so a count can be looked up
+    md = (tmp_path / "rep" / "failures.md").read_text()
+    q0, q1 = rec0["scores"]["question_id"], rec1["scores"]["question_id"]
+    assert f"| org/t | student | http_429 | 1 | edufair_explicit_physics / {rec0['scores']['level']} / question {q0} |" in md
+    assert "student call failed: ClientResponseError: 429" in md
+    assert f"/ question {q1} / turn 2 | Expecting value (after 5 attempts) |" in md
 
 
 def test_missing_labels_count_sent_and_labelled_turns_and_read_old_records(tmp_path):
