@@ -248,6 +248,51 @@ def judge_validity_grid(dialogues: Sequence[DialogueRecord], *, n_boot: int, see
                          min_pairs=min_pairs, ses_summary=ses_summary)
 
 
+# ---- a degenerate judge ------------------------------------------------------------------------------
+
+# fewest labelled turns on which a constant metric or a judge that contradicts the detector is a
+# finding rather than chance
+DEGENERATE_MIN_TURNS = 10
+DEGENERATE_DISAGREEMENT = 0.9  # share of turns on which judge and detector disagree
+
+
+def label_values(records: Sequence[DialogueRecord]) -> dict[str, dict[int, int]]:
+    """Per pedagogical metric, how often the judge gave each value (N/A and missing left out)."""
+    out: dict[str, dict[int, int]] = {m: {} for m in PEDAGOGICAL_METRICS}
+    for d in records:
+        for j in d.judgements:
+            for metric in PEDAGOGICAL_METRICS:
+                v = _label(j, JUDGE_FIELD_FOR_METRIC[metric])
+                if v is not None:
+                    out[metric][v] = out[metric].get(v, 0) + 1
+    return out
+
+
+def degenerate_judge(values: dict[str, dict[int, int]], leak_judge: Sequence[int], leak_detector: Sequence[int],
+                     *, min_turns: int = DEGENERATE_MIN_TURNS, disagreement: float = DEGENERATE_DISAGREEMENT) -> list[str]:
+    """Why a judge's labels look degenerate (empty: they do not): a pedagogical metric whose labels
+    are all the same over at least ``min_turns`` turns (it cannot show any difference between
+    groups), or a judge whose answer_leakage contradicts the deterministic detector on at least
+    ``disagreement`` of the turns both label."""
+    out = []
+    for metric, counts in values.items():
+        n = sum(counts.values())
+        if n >= min_turns and len(counts) == 1:
+            out.append(f"{metric}: the judge gave {next(iter(counts))} on all {n} labelled turns")
+    n = len(leak_judge)
+    if n >= min_turns:
+        rate = sum(int(a != b) for a, b in zip(leak_judge, leak_detector)) / n
+        if rate >= disagreement:
+            out.append(f"answer_leakage: the judge disagrees with the deterministic detector on {rate:.0%} of {n} turns")
+    return out
+
+
+def degenerate_judge_in(records: Sequence[DialogueRecord]) -> list[str]:
+    """:func:`degenerate_judge` of a set of records (e.g. one task's, for the lm-eval log)."""
+    rows = leak_turn_rows(records)
+    return degenerate_judge(label_values(records), [r["judge_leak"] for r in rows], [r["detector_leak"] for r in rows])
+
+
 # ---- one pass over a run's records: what the report's judge-validity views need ---------------------
 
 NEXT_TURN_KEYS = LEVEL_KEYS
@@ -262,6 +307,7 @@ class ValidityScan:
     False keeps only the next-turn counts."""
 
     validity: bool = True
+    label: str = ""  # the run's tutor label (from its records)
     dialogues: int = 0
     transcripts: int = 0
     # (tutor, domain, condition, dimension, level) -> [leaking turns, of them followed by a reasoning
@@ -269,9 +315,12 @@ class ValidityScan:
     next_turn: dict[tuple, list[int]] = dataclass_field(default_factory=dict)
     leak_labels: dict[tuple, tuple[list[int], list[int]]] = dataclass_field(default_factory=dict)  # judge, detector
     scores: list[DialogueScores] = dataclass_field(default_factory=list)
+    # per pedagogical metric, the judge's label values and their counts (for a degenerate judge)
+    values: dict[str, dict[int, int]] = dataclass_field(default_factory=lambda: {m: {} for m in PEDAGOGICAL_METRICS})
 
     def add(self, record: DialogueRecord) -> None:
         self.dialogues += 1
+        self.label = self.label or record.scores.tutor
         if not record.has_transcript:
             return
         self.transcripts += 1
@@ -283,12 +332,21 @@ class ValidityScan:
                 k = 0 if leaked else 2
                 counts[k] += 1
                 counts[k + 1] += int(attempts)
+        for metric, counts in label_values([record]).items():
+            for v, n in counts.items():
+                self.values[metric][v] = self.values[metric].get(v, 0) + n
         if self.validity:
             for row in leak_turn_rows([record]):
                 judge, det = self.leak_labels.setdefault(key, ([], []))
                 judge.append(row["judge_leak"])
                 det.append(row["detector_leak"])
             self.scores.extend(validity_scores([record]))
+
+    def degenerate(self) -> list[str]:
+        """:func:`degenerate_judge` of every record seen."""
+        judge = [v for j, _ in self.leak_labels.values() for v in j]
+        det = [v for _, d in self.leak_labels.values() for v in d]
+        return degenerate_judge(self.values, judge, det)
 
     def by_level(self, *, n_boot: int = DEFAULT_AGREEMENT_N_BOOT, seed: int = 0):
         """:func:`detector_agreement_by_level` of every turn seen."""
@@ -321,6 +379,7 @@ def next_turn_table(scans: Sequence[ValidityScan], by: tuple[str, ...] = NEXT_TU
 
 
 __all__ = [
-    "DISAGREEMENT_METRIC", "NEXT_TURN_KEYS", "ValidityScan", "next_turn_table", "contrast_comparison", "detector_agreement_by_level", "differential_error",
+    "DISAGREEMENT_METRIC", "NEXT_TURN_KEYS", "ValidityScan", "degenerate_judge", "degenerate_judge_in", "label_values",
+    "next_turn_table", "contrast_comparison", "detector_agreement_by_level", "differential_error",
     "judge_validity_grid", "leak_turn_rows", "match_judgings", "second_judge_agreement", "validity_scores",
 ]

@@ -16,6 +16,7 @@ from edufair_metrics.errors import EduFairError, Interrupted
 # subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "tasks-path": ("edufair_metrics.cli.tasks_path", "print the directory to pass as lm_eval --include_path"),
+    "tasks": ("edufair_metrics.cli.tasks", "list EduFair's lm-eval task names, or check one (did you mean ...?)"),
     "build-bank": ("edufair_metrics.cli.build_bank", "rebuild the question bank (SciQ, SocraTeach or GSM8K proxy)"),
     "judge": ("edufair_metrics.cli.judge", "(re-)judge stored transcripts from lm-eval samples files"),
     "report": ("edufair_metrics.cli.report", "paired bias statistics, paper tables and figures for runs"),
@@ -58,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     except EduFairError as exc:
         print(f"edufair {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into `head` and the like: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt as exc:
         line = exc.line() if isinstance(exc, Interrupted) else "interrupted"
         print(f"\nedufair {args.command}: {line}", file=sys.stderr, flush=True)

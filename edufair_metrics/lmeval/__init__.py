@@ -7,6 +7,8 @@ from __future__ import annotations
 import importlib.util
 import logging
 import sys
+
+import yaml
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -101,3 +103,26 @@ def tasks_path() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise EduFairError("the lm_eval_tasks package is not installed next to edufair_metrics; reinstall edufair")
     return Path(list(spec.submodule_search_locations)[0]).resolve() / "edufair"
+
+
+def task_names() -> dict[str, str]:
+    """Every name ``lm_eval --tasks`` accepts from EduFair's task folder: task, group and tag names,
+    each with what it is ("task", "group of ...", "tag of ..."). Read from the YAMLs as lm-eval
+    indexes them (``!function`` tags are not resolved)."""
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+    names: dict[str, str] = {}
+    tags: dict[str, list[str]] = {}
+    for path in sorted(tasks_path().glob("*.yaml")):
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=Loader) or {}
+        if "group" in data:
+            names[data["group"]] = "group of " + ", ".join(str(t) for t in data.get("task") or [])
+        elif "task" in data:
+            names[data["task"]] = "task"
+            for tag in data.get("tag") or []:
+                tags.setdefault(tag, []).append(data["task"])
+    for tag, members in tags.items():
+        names.setdefault(tag, "tag of " + ", ".join(members))
+    return dict(sorted(names.items()))

@@ -21,6 +21,7 @@ import datasets
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
+from edufair_metrics.analysis.judge_validity import degenerate_judge_in
 from edufair_metrics.errors import EduFairError, Interrupted
 from edufair_metrics.judge.run import format_missing_summary
 from edufair_metrics.lmeval import print_notices_once, quiet_request_bars
@@ -166,6 +167,9 @@ class EduFairTask(ConfigurableTask):
                 cache.close()
         print(format_missing_summary(spec.name, result.judge_summary["by_level"], result.judge_summary),
               file=sys.stderr, flush=True)
+        if judge is not None:
+            for why in degenerate_judge_in(result.records):
+                log.warning("edufair: %s: degenerate judge: %s", spec.name, why)
         self._records = {r.transcript.doc_id: r for r in result.records}
         self._call_counts = result.call_counts
         self._calls_reported = False

@@ -24,6 +24,7 @@ from edufair_metrics.analysis.judge_validity import (
 from edufair_metrics.analysis.grid import contrast_grid
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import atomic_write_json, atomic_write_text, read_json
+from edufair_metrics.records import JUDGE_OK
 from edufair_metrics.report.tables import fmt_signed, to_markdown
 from edufair_metrics.runlog import load_records
 
@@ -71,6 +72,8 @@ def compare_judgings(path_a: str | Path, path_b: str | Path, params, *, n_boot_a
     """Load two judgings of the same transcripts and compare them (never averaged)."""
     label, a = load_records(path_a)
     _, b = load_records(path_b)
+    for name, path, side in (("RUN_A", path_a, a), ("RUN_B", path_b, b)):
+        require_labels(side, f"{name} ({path})")
     for rec in (*a, *b):  # same transcripts, same tutor: rows line up
         rec.scores.tutor = label
     pairs = match_judgings(a, b)
@@ -82,6 +85,20 @@ def compare_judgings(path_a: str | Path, path_b: str | Path, params, *, n_boot_a
                                    min_pairs=params.min_pairs, ses_summary=params.ses_summary))
     contrasts = contrast_comparison(*grids)
     return SecondJudgeResult(metrics, contrasts, _judge_info(a), _judge_info(b))
+
+
+def require_labels(records, where: str) -> None:
+    """A judging without one valid label cannot be compared: an error naming why the labels are
+    missing (e.g. a --predict_only run, or a judge that answered prose)."""
+    turns = [j for r in records for j in r.judgements]
+    if any(j.status == JUDGE_OK for j in turns):
+        return
+    kinds: dict[str, int] = {}
+    for j in turns:
+        kinds[j.kind or "other"] = kinds.get(j.kind or "other", 0) + 1
+    why = ", ".join(f"{k}={n}" for k, n in sorted(kinds.items())) or "no tutor turn"
+    raise EduFairError(f"{where} has no judge label ({len(turns)} tutor turns, all missing: {why}); "
+                       "nothing to compare (judge it with `edufair judge` first)")
 
 
 def _judge_info(records) -> dict[str, Any]:
@@ -259,5 +276,18 @@ def judge_validity_section(scans: list[ValidityScan], params, *, agreement_dir: 
     grid = pd.concat(grids, ignore_index=True) if grids else judge_validity_grid([], n_boot=params.n_boot, seed=params.seed,
                                                                                   min_pairs=params.min_pairs,
                                                                                   ses_summary=params.ses_summary)
-    return judge_validity_markdown(detector_by_level=by_level, differential=differential_error(grid), contingent=contingent,
-                                   human=human, judge_names=names)
+    md = judge_validity_markdown(detector_by_level=by_level, differential=differential_error(grid), contingent=contingent,
+                                 human=human, judge_names=names)
+    return md.replace("## Judge validity\n", "## Judge validity\n\n" + degenerate_judge_markdown(scans), 1)
+
+
+def degenerate_judge_markdown(scans: list[ValidityScan]) -> str:
+    """The degenerate-judge findings of each run (``ValidityScan.degenerate``), or a line saying
+    there are none."""
+    found = [(s.label or "run", why) for s in scans for why in s.degenerate()]
+    if not found:
+        return "Degenerate judge: none found (no metric labelled the same on every turn, no judge contradicting the detector on nearly every turn).\n"
+    lines = ["**Degenerate judge: its labels cannot show a difference between groups, or contradict the deterministic "
+             "detector; read every judged metric below with care.**", ""]
+    lines += [f"- {who}: {why}" for who, why in found]
+    return "\n".join(lines) + "\n"

@@ -179,3 +179,17 @@ def test_a_near_miss_of_edufair_in_metadata_is_one_line(tmp_path, fake):
     argv[-1] = json.dumps(meta)
     line = _run_expecting_one_line(tmp_path, fake, argv)
     assert "unknown key 'edufiar'" in line and "did you mean 'edufair'?" in line, line
+
+
+def test_a_misspelt_task_name_gets_the_closest(capsys):
+    """lm-eval answers a misspelt --tasks name with a traceback; `edufair tasks NAME` names the
+    closest EduFair task (README, When things go wrong)."""
+    from edufair_metrics.cli import main
+
+    assert main(["tasks", "edufair_explicit_phsics"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "did you mean 'edufair_explicit_physics'" in err[0]
+    assert main(["tasks", "edufair_physics"]) == 0 and "tag of edufair_explicit_physics" in capsys.readouterr().out
+    assert main(["tasks"]) == 0
+    listed = capsys.readouterr().out
+    assert all(f"edufair_{c}_{d}" in listed for c in ("explicit", "implicit", "opposite") for d in ("math", "physics", "chemistry"))

@@ -59,3 +59,20 @@ def test_predict_only_then_judge_then_every_command(tmp_path):
                      env=env, cwd=tmp_path)
         assert r.returncode == 0, r.stderr[-3000:]
         assert (tmp_path / "agree" / "judge_agreement.csv").is_file()
+
+
+def test_agreement_with_a_judging_without_labels_says_so_and_fails(tmp_path):
+    bank = write_bank(tmp_path / "bank", n=1)
+    with EduFairFake() as fake:
+        env = cli_env(tmp_path / "cache")
+        gen = tmp_path / "predonly"
+        r = run_cli(lm_eval_argv(fake.url, bank, gen, limit=2, max_turns=1) + ["--predict_only"], env, tmp_path)
+        assert r.returncode == 0, r.stderr[-3000:]
+        judged = tmp_path / "judged"
+        assert _edufair("judge", gen, "--judge-base-url", fake.url, "--out", judged, "--no-progress",
+                        env=env, cwd=tmp_path).returncode == 0
+        r = _edufair("agreement", judged, gen, "--out", tmp_path / "agree", env=env, cwd=tmp_path)
+    err = [x for x in r.stderr.splitlines() if x.strip()]
+    assert r.returncode == 2 and len(err) == 1, r.stderr[-2000:]
+    assert "RUN_B" in err[0] and "has no judge label" in err[0] and "judge_disabled=" in err[0]
+    assert not (tmp_path / "agree").exists()

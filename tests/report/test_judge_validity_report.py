@@ -283,7 +283,10 @@ def test_file_by_file_scan_equals_the_pooled_computation(tmp_path):
         detector_by_level=detector_agreement_by_level(leak_turn_rows(everything), n_boot=100, seed=0),
         differential=differential_error(judge_validity_grid(everything, n_boot=100, seed=0, min_pairs=15,
                                                             ses_summary=params.ses_summary)))
-    assert judge_validity_section(scans, params) == pooled
+    from edufair_metrics.report.judge_validity import degenerate_judge_markdown
+
+    assert judge_validity_section(scans, params) == pooled.replace(
+        "## Judge validity\n", "## Judge validity\n\n" + degenerate_judge_markdown(scans), 1)
     rows = [r for d in everything for r in next_turn_rows(d.transcript, d.document.answer_forms, tutor=d.scores.tutor)]
     by = ("tutor", "domain", "condition", "dimension", "level")
     want = pd.DataFrame(next_turn_summary(rows, by=by))
