@@ -50,7 +50,7 @@ def missing_rates(missing) -> dict[str, float]:
     return out
 
 
-def testability(units, missing=None, *, tutors: Sequence[str] | None = None,
+def assess_testability(units, missing=None, *, tutors: Sequence[str] | None = None,
                 kinds: Sequence[str] = ("pedagogical", "conversation", "detector"),
                 max_missing: float = DEFAULT_MAX_MISSING, min_pairs: int | None = None) -> list[Testability]:
     """One :class:`Testability` per tutor and metric kind (``units``: the dimension units of the

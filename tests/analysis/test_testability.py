@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from edufair_metrics.analysis.testability import testability
+from edufair_metrics.analysis.testability import assess_testability
 
 
 def _units(tutor, kind, sufficient, n=20):
@@ -18,7 +18,7 @@ def test_missing_labels_and_insufficient_contrasts_are_not_testable():
     missing = pd.DataFrame([{"tutor": "a", "missing_turns": 10, "sent_turns": 100},
                             {"tutor": "b", "missing_turns": 0, "sent_turns": 6},
                             {"tutor": "c", "missing_turns": 27, "sent_turns": 27}])
-    got = {(t.tutor, t.kind): t for t in testability(units, missing, min_pairs=15)}
+    got = {(t.tutor, t.kind): t for t in assess_testability(units, missing, min_pairs=15)}
     assert got[("a", "pedagogical")].testable and got[("a", "conversation")].testable
     b = got[("b", "pedagogical")]
     assert not b.testable and "too few paired questions: at most 1 (at least 15)" in b.line()
