@@ -97,3 +97,21 @@ def tasks_path() -> Path:
 
         raise EduFairError("the lm_eval_tasks package is not installed next to edufair_metrics; reinstall edufair")
     return Path(list(spec.submodule_search_locations)[0]).resolve() / "edufair"
+
+
+def plugin_discovery() -> dict[str, bool]:
+    """Which of lm-eval's plugin entry-point groups the installed lm-eval reads: ``lm_eval.tasks``
+    (its TaskManager scans the folders they name: ``lm_eval.tasks.manager.discover_plugin_task_paths``,
+    lm-eval's open PR #4015) and ``lm_eval.metrics`` / ``lm_eval.aggregations`` (its registry loads
+    them: ``lm_eval.api.registry.load_plugins``, lm-eval PR #4014). lm-eval 0.4.13 reads none."""
+    import importlib
+
+    def has(module: str, name: str) -> bool:
+        try:
+            return hasattr(importlib.import_module(module), name)
+        except ImportError:
+            return False
+
+    registry = has("lm_eval.api.registry", "load_plugins")
+    return {"lm_eval.tasks": has("lm_eval.tasks.manager", "discover_plugin_task_paths"),
+            "lm_eval.metrics": registry, "lm_eval.aggregations": registry}
