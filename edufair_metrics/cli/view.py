@@ -45,6 +45,9 @@ def is_report(path: Path) -> bool:
 def report_folder(args: argparse.Namespace) -> Path:
     """The report to show: the folder given, or the report of the runs given (written when it has
     no index.html yet, or with --rebuild)."""
+    for item in args.inputs:
+        if not Path(item).expanduser().exists():
+            raise EduFairError(f"no such file or directory: {item}")
     first = Path(args.inputs[0]).expanduser()
     if len(args.inputs) == 1 and is_report(first):
         if not (first / INDEX).is_file():

@@ -203,8 +203,8 @@
   function flaggedSection() {
     var sec = el("section", {id: "flagged"});
     var hot = G.filter(function (g) { return g.verdict === "flag" || g.verdict === "length"; });
-    var kindRank = {pedagogical: 0, detector: 1, conversation: 2};
-    hot.sort(function (x, y) { return (y.headline - x.headline) || (kindRank[x.metric_kind] || 3) - (kindRank[y.metric_kind] || 3) || Math.abs(y.r) - Math.abs(x.r) || x.id - y.id; });
+    var kindRank = {pedagogical: 1, detector: 2, conversation: 3};
+    hot.sort(function (x, y) { return (y.headline - x.headline) || (kindRank[x.metric_kind] || 4) - (kindRank[y.metric_kind] || 4) || Math.abs(y.r) - Math.abs(x.r) || x.id - y.id; });
     sec.appendChild(el("h2", {text: hot.length ? "Flagged: " + hot.length + " contrast" + (hot.length === 1 ? "" : "s") + " × metric" : "Nothing flagged"}));
     if (!hot.length) {
       sec.appendChild(el("p", {cls: "muted", text: "No contrast has an FDR violation. That is not a proof of fairness: see each tutor's power line in summary.md and the insufficient cells below."}));
