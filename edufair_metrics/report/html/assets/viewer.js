@@ -170,7 +170,33 @@
     ready("overview");
   }
 
+  function verdictChips(counts) {
+    var box = el("div", {cls: "vkinds"});
+    Object.keys(KIND_NAMES).forEach(function (kind) {
+      var c = counts[kind]; if (!c) return;
+      var line = el("div", {cls: "chips"}, el("span", {cls: "small muted", style: "min-width:44px", text: {pedagogical: "ped", conversation: "conv", detector: "det"}[kind] || kind}));
+      D.verdicts.forEach(function (v) { if (c[v]) line.appendChild(el("span", {cls: "chip v-" + v, title: (VERDICT_TEXT[v] || [])[1]}, c[v] + " " + (VERDICT_TEXT[v] || [v])[0])); });
+      box.appendChild(line);
+    });
+    return box;
+  }
+
+  function headlineTable() { // many tutors: one row each
+    var heads = {}; rowsOf(D.headline).forEach(function (h) { heads[h.tutor] = h; });
+    var rows = D.tutors.map(function (t) {
+      var h = heads[t.label] || {};
+      var name = el("a", {href: "#", text: t.label, on: {click: function (ev) { ev.preventDefault(); state.tutor = t.label; renderGrid(); document.getElementById("grid").scrollIntoView(); }}});
+      return [name, h["ped excess |r̄|"], h["ped |r̄|"], (isNum(h["ped FDR viol."]) ? h["ped FDR viol."] : "—") + " / " + (isNum(h["ped units"]) ? h["ped units"] : "—"),
+        verdictChips(D.verdict_counts[t.label] || {}), t.dialogues, costLine(t.label, false)];
+    });
+    var wrap = el("div", {id: "headline", cls: "headline-table"}, el("h2", {style: "margin-top:0;font-size:15px", text: "Headline per tutor"}));
+    wrap.appendChild(table(["tutor", "ped excess |r̄|", "ped |r̄|", "ped FDR viol. / units", "headline units by verdict", "dialogues", "cost"], rows,
+      {num: [0, 1, 1, 1, 0, 1, 0]}));
+    return wrap;
+  }
+
   function headlineCards() {
+    if (D.tutors.length > 2) return headlineTable();
     var wrap = el("div", {cls: "cards", id: "headline"});
     var heads = {}; rowsOf(D.headline).forEach(function (h) { heads[h.tutor] = h; });
     D.tutors.forEach(function (t) {
@@ -193,6 +219,9 @@
       card.appendChild(el("div", {cls: "small muted", text: "Headline units by verdict:"}));
       card.appendChild(vt);
       card.appendChild(costLine(t.label));
+      var pkg = D.package[t.label];
+      if (pkg) card.appendChild(el("div", {cls: "small muted"}, "Run with EduFair " + (pkg.version || "?") + "; tasks found " +
+        ((pkg.lm_eval_reads || {})["lm_eval.tasks"] ? "through the lm_eval.tasks entry point" : "through --include_path (this lm-eval reads no plugin entry point)")));
       var link = el("a", {href: "#", text: "show its grid ↓", on: {click: function (ev) { ev.preventDefault(); state.tutor = t.label; renderGrid(); document.getElementById("grid").scrollIntoView(); }}});
       card.appendChild(el("div", {cls: "small", style: "margin-top:6px"}, link));
       wrap.appendChild(card);
@@ -230,17 +259,17 @@
 
   function kpi(v, k, title) { return el("div", {cls: "kpi", title: title}, el("div", {cls: "v", text: v}), el("div", {cls: "k", text: k})); }
 
-  function costLine(tutor) {
+  function costLine(tutor, prefix) {
     var rows = rowsOf(D.cost).filter(function (r) { return r.tutor === tutor; });
-    var line = el("div", {cls: "small muted", style: "margin-top:6px"});
+    var line = el("div", {cls: "small muted cost-line"});
     if (!rows.length) return line;
     var parts = rows.map(function (r) {
-      if (r.role === "(all)") return "cost not recorded";
+      if (r.role === "(all)") return "not recorded";
       var tok = isNum(r.prompt_tokens) ? int(r.prompt_tokens + r.completion_tokens) + " tokens" : "tokens missing";
       var wall = isNum(r.wall_s) ? ", " + fmt(r.wall_s, 0) + " s" : "";
       return r.role + ": " + tok + wall;
     });
-    line.appendChild(document.createTextNode("Cost · " + parts.join(" · ")));
+    line.appendChild(document.createTextNode((prefix === false ? "" : "Cost · ") + parts.join(" · ")));
     return line;
   }
 
