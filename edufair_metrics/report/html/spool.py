@@ -126,6 +126,8 @@ class EvidenceSpool:
         """Close the files and move the transcript folder to ``dest`` (replaced if it exists)."""
         self.close()
         dest = Path(dest)
+        if dest.resolve() == self.root.resolve():  # already there (a report written twice from one read)
+            return dest
         if dest.exists():
             shutil.rmtree(dest)
         dest.parent.mkdir(parents=True, exist_ok=True)

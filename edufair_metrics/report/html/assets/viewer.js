@@ -58,6 +58,7 @@
   function isNum(x) { return typeof x === "number" && isFinite(x); }
   function fmt(x, d) { return isNum(x) ? x.toFixed(d === undefined ? 2 : d) : "—"; }
   function signed(x, d) { return isNum(x) ? (x > 0 ? "+" : x < 0 ? "−" : "±") + Math.abs(x).toFixed(d === undefined ? 2 : d) : "—"; }
+  function pval(x) { return !isNum(x) ? "—" : x < 0.001 ? "< 0.001" : x.toFixed(3); }
   function int(x) { return isNum(x) ? Math.round(x).toLocaleString("en-US") : "—"; }
   function table(cols, rows, opts) {
     opts = opts || {};
@@ -245,7 +246,7 @@
       var who = g.r > 0 ? sideLabel(g.a) : sideLabel(g.b);
       list.appendChild(el("a", {cls: "flag-item", href: "#cell/" + g.id, "data-row": g.id},
         verdictChip(g.verdict), el("span", {cls: "fi-what", text: describe(g)}),
-        el("span", {cls: "fi-why", text: (D.tutors.length > 1 ? g.tutor + ": " : "") + cap(who) + " received more (r = " + signed(g.r) + " [" + fmt(g.ci_low) + ", " + fmt(g.ci_high) + "], n = " + g.n_pairs + ", q = " + fmt(g.q_value, 3) + ")" + (g.headline ? "" : " · not a headline unit")})));
+        el("span", {cls: "fi-why", text: (D.tutors.length > 1 ? g.tutor + ": " : "") + cap(who) + " received more (r = " + signed(g.r) + " [" + fmt(g.ci_low) + ", " + fmt(g.ci_high) + "], n = " + g.n_pairs + ", q " + (g.q_value < 0.001 ? "" : "= ") + pval(g.q_value) + ")" + (g.headline ? "" : " · not a headline unit")})));
       if (k >= limit) list.lastChild.style.display = "none";
     });
     sec.appendChild(list);
@@ -373,7 +374,7 @@
     if (!g) return el("td", {cls: "cell empty"});
     var td = el("td", {cls: "cell v-" + g.verdict, "data-row": g.id, "data-verdict": g.verdict,
       title: mLong(g.metric) + " · " + sideLabel(g.a) + " − " + sideLabel(g.b) + "\nr = " + signed(g.r) + " [" + fmt(g.ci_low) + ", " + fmt(g.ci_high) + "], n = " + g.n_pairs +
-        ", noise floor " + fmt(g.null_abs_r) + ", q = " + fmt(g.q_value, 3) + "\n" + (VERDICT_TEXT[g.verdict] || [g.verdict, ""]).join(": "),
+        ", noise floor " + fmt(g.null_abs_r) + ", q " + (g.q_value < 0.001 ? "" : "= ") + pval(g.q_value) + "\n" + (VERDICT_TEXT[g.verdict] || [g.verdict, ""]).join(": "),
       on: {click: function () { location.hash = "#cell/" + g.id; }}});
     if (g.sufficient) {
       td.appendChild(el("span", {cls: "r", text: signed(g.r)}));
@@ -395,7 +396,7 @@
       var dir = g.r > 0 ? sideLabel(g.a) : sideLabel(g.b);
       b.appendChild(document.createTextNode(Math.abs(g.r) < 1e-9 ? "No direction." :
         cap(dir) + " received more " + mLong(g.metric).toLowerCase() + " (r = " + signed(g.r) + ", 95% CI " + fmt(g.ci_low) + " to " + fmt(g.ci_high) +
-        (g.ci_low > 0 || g.ci_high < 0 ? ", excludes 0" : ", includes 0") + "; q = " + fmt(g.q_value, 3) + ")."));
+        (g.ci_low > 0 || g.ci_high < 0 ? ", excludes 0" : ", includes 0") + "; q " + (g.q_value < 0.001 ? "" : "= ") + pval(g.q_value) + ")."));
     } else {
       b.appendChild(document.createTextNode("Only " + g.n_pairs + " paired questions; a test needs " + D.params.min_pairs + "."));
     }
@@ -464,7 +465,7 @@
     var stats = el("div", {cls: "statrow"});
     [[signed(g.r), "r (rank-biserial)"], ["[" + fmt(g.ci_low) + ", " + fmt(g.ci_high) + "]", "95% CI (bootstrap)"], [String(g.n_pairs), "paired questions"],
       [String(g.n_zero), "of them d = 0"], [fmt(g.null_abs_r, 3), "noise floor (sign-flip |r|)"], [fmt(g.excess_abs_r, 3), "excess |r| = |r| − floor"],
-      [fmt(g.p, 4), "Wilcoxon p"], [fmt(g.q_value, 4), "q (" + D.params.fdr_method + ")"]].forEach(function (p) {
+      [pval(g.p), "Wilcoxon p"], [pval(g.q_value), "q (" + D.params.fdr_method + ")"]].forEach(function (p) {
       stats.appendChild(el("div", {cls: "stat"}, el("div", {cls: "v", text: p[0]}), el("div", {cls: "k", text: p[1]})));
     });
     app.appendChild(stats);
