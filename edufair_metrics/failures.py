@@ -150,6 +150,14 @@ class CallCounts:
     - ``failed``: distinct requests that finally failed (``failed_by_kind``), including those never
       sent because they cannot succeed (``prompt_too_long``);
     - ``failed_attempts_by_kind``: every failed attempt, including those a retry recovered.
+
+    Cost (where the backend tells it): ``prompt_tokens`` / ``completion_tokens`` summed over the
+    ``token_calls`` model answers whose token counts are known, from ``token_source``: ``usage``
+    (the response's OpenAI ``usage``: the judge, lm-eval's API models), ``tokenizer`` (counted by
+    EduFair with the model's own tokenizer: hf, vLLM) or ``mixed``; ``None`` when no answer had
+    them. ``wall_s``: seconds this role's calls were in flight (batched calls count once; the
+    judge's concurrent requests as the wall time of the judging). Cached and coalesced requests
+    cost nothing. Counts written before these fields existed read as 0 / None (unknown).
     """
 
     role: str
@@ -166,6 +174,12 @@ class CallCounts:
     # API models only: every HTTP attempt, including lm-eval's own silent retries inside a send
     http_attempts: int = 0
     http_failed_by_kind: dict[str, int] = field(default_factory=dict)
+    # cost: tokens where the backend reports them, and the time the role's calls took
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    token_calls: int = 0
+    token_source: str | None = None
+    wall_s: float = 0.0
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()  # the judge counts from several worker threads
@@ -183,6 +197,18 @@ class CallCounts:
         with self._lock:
             _bump(self.http_failed_by_kind, str(getattr(kind, "value", kind)))
 
+    def tokens(self, prompt: int, completion: int, source: str) -> None:
+        """One model answer's token counts (``source``: usage | tokenizer)."""
+        with self._lock:
+            self.prompt_tokens += int(prompt)
+            self.completion_tokens += int(completion)
+            self.token_calls += 1
+            self.token_source = _merge_source(self.token_source, source)
+
+    def timed(self, seconds: float) -> None:
+        with self._lock:
+            self.wall_s += float(seconds)
+
     def final_failure(self, kind: "FailureKind | str") -> None:
         with self._lock:
             self.failed += 1
@@ -198,6 +224,9 @@ class CallCounts:
                 "failed_attempts_by_kind": dict(sorted(self.failed_attempts_by_kind.items())),
                 "http_attempts": self.http_attempts,
                 "http_failed_by_kind": dict(sorted(self.http_failed_by_kind.items())),
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "token_calls": self.token_calls, "token_source": self.token_source,
+                "wall_s": round(self.wall_s, 3),
             }
 
     @classmethod
@@ -207,6 +236,7 @@ class CallCounts:
         out.failed_by_kind = dict(out.failed_by_kind)
         out.failed_attempts_by_kind = dict(out.failed_attempts_by_kind)
         out.http_failed_by_kind = dict(out.http_failed_by_kind)
+        out.wall_s = float(out.wall_s or 0.0)
         return out
 
     def merged(self, other: "CallCounts") -> "CallCounts":
@@ -214,12 +244,18 @@ class CallCounts:
         a, b = self.to_dict(), other.to_dict()
         out = {k: a[k] + b[k] for k in a if isinstance(a[k], int)}
         out["role"] = self.role
+        out["wall_s"] = a["wall_s"] + b["wall_s"]
+        out["token_source"] = _merge_source(a["token_source"], b["token_source"])
         for name in ("failed_by_kind", "failed_attempts_by_kind", "http_failed_by_kind"):
             merged = dict(a[name])
             for kind, n in b[name].items():
                 merged[kind] = merged.get(kind, 0) + n
             out[name] = dict(sorted(merged.items()))
         return CallCounts.from_dict(out)
+
+
+def _merge_source(a: str | None, b: str | None) -> str | None:
+    return a if b is None or a == b else b if a is None else "mixed"
 
 
 def _bump(counts: dict[str, int], key: str, n: int = 1) -> None:

@@ -4,6 +4,7 @@ identities without secrets, decoding settings, seeds), written into every dialog
 from __future__ import annotations
 
 import copy
+import importlib.metadata
 from pathlib import Path
 from typing import Any
 
@@ -48,4 +49,25 @@ def record_provenance(judge: dict[str, Any] | None, run: dict[str, Any] | None, 
     judge = judge or {}
     out.setdefault("models", {})["judge"] = strip_secrets({k: v for k, v in judge.items() if k in ("model", "base_url", "enabled")})
     out.setdefault("decoding", {})["judge"] = strip_secrets({k: v for k, v in judge.items() if k not in JUDGE_NOT_DECODING})
+    return out
+
+
+# the entry-point groups of lm-eval's plugin discovery EduFair declares (setup.cfg)
+PLUGIN_GROUPS = ("lm_eval.tasks", "lm_eval.metrics", "lm_eval.aggregations")
+
+
+def package_provenance() -> dict[str, Any]:
+    """EduFair's version and its lm-eval plugin entries as the installed distribution declares them
+    (``{"version", "distribution", "entry_points": {group: {name: value}}}``; a group is absent when
+    the installed metadata does not declare it, e.g. an install older than the declaration)."""
+    out: dict[str, Any] = {"version": __version__, "distribution": None, "entry_points": {}}
+    try:
+        dist = importlib.metadata.distribution("edufair")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return out
+    out["distribution"] = dist.version
+    for ep in dist.entry_points:
+        if ep.group in PLUGIN_GROUPS:
+            out["entry_points"].setdefault(ep.group, {})[ep.name] = ep.value
+    out["entry_points"] = {g: dict(sorted(v.items())) for g, v in sorted(out["entry_points"].items())}
     return out

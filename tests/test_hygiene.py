@@ -1,5 +1,5 @@
 """Text hygiene of the tracked tree: no comment or doc points at the project's issue tracker
-("issue 14", "#21": meaningless to a reader of the code), and every Markdown file a text names exists
+(the word "issue" with a number, or a bare "#" number in brackets: meaningless to a reader of the code), and every Markdown file a text names exists
 in the tree (or is a file EduFair itself writes, such as a report's summary.md)."""
 
 from __future__ import annotations

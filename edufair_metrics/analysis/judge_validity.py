@@ -37,7 +37,7 @@ from edufair_metrics.analysis.agreement import DEFAULT_AGREEMENT_N_BOOT, agreeme
 from edufair_metrics.analysis.frames import scores_frame
 from edufair_metrics.analysis.contrast import MEANINGFUL_R
 from edufair_metrics.analysis.grid import contrast_grid
-from edufair_metrics.detectors import DETECTOR_METRICS, detect_turns, leaks_answer
+from edufair_metrics.detectors import DETECTOR_METRICS, TurnDetection, detect_turns, leaks_answer
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.records import (
     JUDGE_FIELD_FOR_METRIC,
@@ -318,17 +318,21 @@ class ValidityScan:
     # per pedagogical metric, the judge's label values and their counts (for a degenerate judge)
     values: dict[str, dict[int, int]] = dataclass_field(default_factory=lambda: {m: {} for m in PEDAGOGICAL_METRICS})
 
-    def add(self, record: DialogueRecord) -> None:
+    def add(self, record: DialogueRecord) -> TurnDetection | None:
+        """Count one record; returns its turn-level detector labels (None: no transcript or no
+        gold forms), so that a caller showing them need not detect again."""
         self.dialogues += 1
         self.label = self.label or record.scores.tutor
         if not record.has_transcript:
-            return
+            return None
         self.transcripts += 1
         t, forms, tutor = record.transcript, record.document.answer_forms, record.scores.tutor
         key = (tutor, t.domain, t.condition, t.dimension, t.level)
+        detection = None
         if forms:  # without gold forms a leak cannot be detected
+            detection = detect_turns(t, forms)
             counts = self.next_turn.setdefault(key, [0, 0, 0, 0])
-            for _, leaked, attempts in detect_turns(t, forms).next_turn:
+            for _, leaked, attempts in detection.next_turn:
                 k = 0 if leaked else 2
                 counts[k] += 1
                 counts[k + 1] += int(attempts)
@@ -341,6 +345,7 @@ class ValidityScan:
                 judge.append(row["judge_leak"])
                 det.append(row["detector_leak"])
             self.scores.extend(validity_scores([record]))
+        return detection
 
     def degenerate(self) -> list[str]:
         """:func:`degenerate_judge` of every record seen."""

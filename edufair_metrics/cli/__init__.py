@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "build-bank": ("edufair_metrics.cli.build_bank", "rebuild the question bank (SciQ, SocraTeach or GSM8K proxy)"),
     "judge": ("edufair_metrics.cli.judge", "(re-)judge stored transcripts from lm-eval samples files"),
     "report": ("edufair_metrics.cli.report", "paired bias statistics, paper tables and figures for runs"),
+    "view": ("edufair_metrics.cli.view", "serve a report's HTML view (verdict grid, twin transcripts) on a loopback port"),
     "leaderboard": ("edufair_metrics.cli.leaderboard", "rank tutors by fairness and pedagogy"),
     "compare": ("edufair_metrics.cli.compare", "CI gate: is a candidate tutor less fair than a baseline?"),
     "demo": ("edufair_metrics.cli.demo", "run a real EduFair task end to end on the embedded local model"),

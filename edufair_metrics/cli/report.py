@@ -8,11 +8,16 @@ summary.md ends with a "Judge validity" section: judge vs deterministic detector
 level and differential judge error (always, from the runs' transcripts), the judge-contingent
 contrasts of a second judging (``--judge-agreement``: an ``edufair agreement --out`` folder) and
 judge–human agreement (``--human-agreement``: an ``edufair judge-human --out`` folder).
+
+``index.html`` (the HTML view with the twin transcripts behind every cell; ``--no-html`` skips it)
+is written too; the transcripts are collected while the samples files are read, into a folder of
+the report (``.viewer-partial``), which becomes ``viewer/t`` when the report is complete.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 
@@ -27,6 +32,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=None, help="report folder (default results/report-<timestamp>/)")
     parser.add_argument("--label", action="append", default=[], metavar="NAME=DIR", help="tutor name for a run folder; the folder is a run even when not given as RUN")
     parser.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
+    parser.add_argument("--no-html", action="store_true",
+                        help="skip index.html and its viewer/ folder (the transcripts behind each cell)")
     parser.add_argument("--judge-agreement", type=Path, default=None, metavar="DIR",
                         help="an `edufair agreement --out` folder: its judge-contingent contrasts go into summary.md")
     parser.add_argument("--human-agreement", type=Path, default=None, metavar="DIR",
@@ -37,9 +44,33 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     params = stat_params(args)
     paths, labels = run_inputs(args.inputs, args.label)
-    inputs = read_report_inputs(paths, labels)
-    result = write_report(inputs, args.out or timestamped_dir("report"), params, figures=not args.no_figures,
-                          command=["edufair", "report", *paths], progress=sys.stderr.isatty(),
-                          agreement_dir=args.judge_agreement, human_dir=args.human_agreement)
+    out = Path(args.out or timestamped_dir("report"))
+    result = make_report(paths, out, params, labels=labels, figures=not args.no_figures,
+                         html=not args.no_html, command=["edufair", "report", *map(str, paths)],
+                         agreement_dir=args.judge_agreement, human_dir=args.human_agreement)
     print(f"edufair report: {result.line()}")
+    if not args.no_html:
+        print(f"edufair report: open {out / 'index.html'} (or: edufair view {out})")
     return 0
+
+
+PARTIAL = ".viewer-partial"
+
+
+def make_report(inputs, out: Path, params, *, labels=None, figures: bool = True, html: bool = True,
+                command: list[str] | None = None, agreement_dir=None, human_dir=None):
+    """Read the runs and write the report into ``out`` (``edufair report`` and ``edufair view``)."""
+    partial = out / PARTIAL
+    existed = out.exists()
+    done = False
+    try:
+        read = read_report_inputs(inputs, labels, evidence=partial if html else False)
+        result = write_report(read, out, params, figures=figures, command=command, progress=sys.stderr.isatty(),
+                              agreement_dir=agreement_dir, human_dir=human_dir, html=html)
+        done = True
+        return result
+    finally:
+        if partial.exists():  # a report that failed half-way leaves no half-written transcripts
+            shutil.rmtree(partial, ignore_errors=True)
+        if not done and not existed and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()  # nor an empty folder it created

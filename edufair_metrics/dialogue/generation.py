@@ -14,6 +14,7 @@ distinct request and turn: 9 with lm-eval's default ``max_retries=3``. Not retri
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Callable, Protocol
 
 from edufair_metrics.cache import CallCache, call_key
@@ -133,7 +134,9 @@ class CachedGenerator:
                 continue
             to_send.append((prompt, ctx, docs[idx[0]]))
         if to_send:
+            started = time.perf_counter()  # the role's wall time: only calls that reach the model
             answers.update(self._send(to_send, gen_kwargs))
+            self.counts.timed(time.perf_counter() - started)
         outputs: list[Any] = [None] * len(contexts)
         for prompt, idx in askers.items():
             for i in idx:  # fan the one answer out to every dialogue that asked for it

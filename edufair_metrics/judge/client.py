@@ -25,17 +25,33 @@ class _Stats:
         self.lock = threading.Lock()
         self.requests = 0
         self.failed_attempts: dict[str, int] = {}
+        # token counts from the responses' ``usage`` (every answered request, also one whose
+        # answer did not parse: it cost tokens), and how many responses carried it
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.token_calls = 0
 
     def request(self) -> None:
         with self.lock:
             self.requests += 1
+
+    def usage(self, resp) -> None:
+        usage = getattr(resp, "usage", None)
+        prompt, completion = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
+        if not isinstance(prompt, int) or not isinstance(completion, int):
+            return  # the server reported no usage: counted as missing
+        with self.lock:
+            self.prompt_tokens += prompt
+            self.completion_tokens += completion
+            self.token_calls += 1
 
     def failed(self, kind: str) -> None:
         with self.lock:
             self.failed_attempts[kind] = self.failed_attempts.get(kind, 0) + 1
 
 
-def _call_once(client, settings: JudgeSettings, messages: list[dict[str, str]]) -> tuple[str, str | None]:
+def _call_once(client, settings: JudgeSettings, messages: list[dict[str, str]],
+               stats: _Stats | None = None) -> tuple[str, str | None]:
     kwargs: dict[str, Any] = {
         "model": settings.model,
         "messages": messages,
@@ -55,6 +71,8 @@ def _call_once(client, settings: JudgeSettings, messages: list[dict[str, str]]) 
         kind = classify(exc) or FailureKind.OTHER
         detail = f"HTTP {exc.status_code}" if hasattr(exc, "status_code") else describe(exc)
         raise CallFailure(kind, detail) from exc
+    if stats is not None:
+        stats.usage(resp)
     choices = getattr(resp, "choices", None)
     if not choices:
         raise CallFailure(FailureKind.BAD_BODY, "no choices in the response")
@@ -92,7 +110,7 @@ def judge_turn(
         if stats:
             stats.request()
         try:
-            content, finish = _call_once(client, settings, messages)
+            content, finish = _call_once(client, settings, messages, stats)
             last_raw["raw"] = content
             try:
                 return content, finish, parse_judge_output(content)

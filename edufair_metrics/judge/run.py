@@ -61,9 +61,12 @@ def judge_transcripts(
     costs at most ``1 + max_retries`` HTTP requests. If ``summary`` is a dict it is filled with
     ``summarize_judgements`` plus "requests" (HTTP calls made), "failed_attempts" by kind and
     "calls" (:class:`CallCounts` of the judge, as a dict)."""
+    import time
+
     from tqdm.auto import tqdm
 
     settings.require_endpoint()
+    started = time.perf_counter()
     client = make_client(settings)
     stats = _Stats()
     coalescer = TurnCoalescer(lambda t, i: judge_turn(client, settings, t, i, cache=cache, stats=stats))
@@ -98,7 +101,12 @@ def judge_transcripts(
             client.close()
         except Exception:  # pragma: no cover
             pass
-    coalescer.counts.failed_attempts_by_kind = dict(sorted(stats.failed_attempts.items()))
+    counts = coalescer.counts
+    counts.failed_attempts_by_kind = dict(sorted(stats.failed_attempts.items()))
+    if stats.token_calls:
+        counts.prompt_tokens, counts.completion_tokens = stats.prompt_tokens, stats.completion_tokens
+        counts.token_calls, counts.token_source = stats.token_calls, "usage"
+    counts.timed(time.perf_counter() - started)
     if summary is not None:
         summary.update(summarize_judgements(results))
         summary["requests"] = stats.requests

@@ -126,3 +126,21 @@ def task_names() -> dict[str, str]:
     for tag, members in tags.items():
         names.setdefault(tag, "tag of " + ", ".join(members))
     return dict(sorted(names.items()))
+
+
+def plugin_discovery() -> dict[str, bool]:
+    """Which of lm-eval's plugin entry-point groups the installed lm-eval reads: ``lm_eval.tasks``
+    (its TaskManager scans the folders they name: ``lm_eval.tasks.manager.discover_plugin_task_paths``,
+    lm-eval's open PR #4015) and ``lm_eval.metrics`` / ``lm_eval.aggregations`` (its registry loads
+    them: ``lm_eval.api.registry.load_plugins``, lm-eval PR #4014). lm-eval 0.4.13 reads none."""
+    import importlib
+
+    def has(module: str, name: str) -> bool:
+        try:
+            return hasattr(importlib.import_module(module), name)
+        except ImportError:
+            return False
+
+    registry = has("lm_eval.api.registry", "load_plugins")
+    return {"lm_eval.tasks": has("lm_eval.tasks.manager", "discover_plugin_task_paths"),
+            "lm_eval.metrics": registry, "lm_eval.aggregations": registry}

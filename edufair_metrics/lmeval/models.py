@@ -133,9 +133,25 @@ class HarnessModel:
             for j, (ctx, doc) in enumerate(zip(contexts, docs))
         ]
         lm = self.real if retry else self.lm
-        with _AnswerHook(self.real, on_answer), _BodyCheck(self.real), _AttemptCounter(self.real, self.counts), \
-                quiet_request_bars():
-            return list(lm.generate_until(instances))
+        with _AnswerHook(self.real, on_answer), _BodyCheck(self.real, self.counts), \
+                _AttemptCounter(self.real, self.counts), quiet_request_bars():
+            outputs = list(lm.generate_until(instances))
+        self._count_tokens(contexts, outputs)
+        return outputs
+
+    def _count_tokens(self, contexts: list, outputs: list) -> None:
+        """In-process backends (hf, vLLM) report no usage: count the prompt and answer tokens
+        with the model's own tokenizer (API models' counts come from the response bodies,
+        :class:`_BodyCheck`). Nothing is counted where the model has no tokenizer."""
+        encode = getattr(self.real, "tok_encode", None)
+        if self.counts is None or self.is_api or not callable(encode):
+            return
+        for ctx, out in zip(contexts, outputs):
+            try:
+                prompt, answer = len(encode(prompt_text(ctx))), len(encode(out)) if isinstance(out, str) else 0
+            except Exception:  # noqa: BLE001 - a count is never worth failing a dialogue
+                return
+            self.counts.tokens(prompt, answer, "tokenizer")
 
 
 def _is_hflm(real_lm) -> bool:
@@ -194,10 +210,11 @@ class _BodyCheck:
     them: lm-eval turns a body without ``choices`` (or with an empty or malformed list) into ``""``
     without raising, indistinguishable from a null answer. Here it raises a ``bad_body``
     :class:`CallFailure` instead, inside lm-eval's own retry loop (which sends it again), and the
-    runner classifies what still fails as ``bad_body``, not ``empty_output``."""
+    runner classifies what still fails as ``bad_body``, not ``empty_output``. Each body's OpenAI
+    ``usage`` (prompt and completion tokens) is added to the role's counts on the way."""
 
-    def __init__(self, real_lm) -> None:
-        self.real = real_lm
+    def __init__(self, real_lm, counts=None) -> None:
+        self.real, self.counts = real_lm, counts
         self.active = callable(getattr(real_lm, "parse_generations", None)) and is_api_model(real_lm)
 
     def __enter__(self):
@@ -205,6 +222,7 @@ class _BodyCheck:
             original = self.real.parse_generations
 
             def parse_generations(outputs, **kwargs):
+                count_usage(outputs, self.counts)  # a body that is then refused still cost its tokens
                 check_completion_body(outputs)
                 return original(outputs=outputs, **kwargs)
 
@@ -214,6 +232,18 @@ class _BodyCheck:
     def __exit__(self, *exc) -> None:
         if self.active:
             self.real.__dict__.pop("parse_generations", None)
+
+
+def count_usage(outputs: Any, counts) -> None:
+    """Add the ``usage`` of each response body (OpenAI's ``prompt_tokens`` / ``completion_tokens``)
+    to ``counts``; a body without it is not counted (its tokens are missing)."""
+    if counts is None:
+        return
+    for body in outputs if isinstance(outputs, list) else [outputs]:
+        usage = body.get("usage") if isinstance(body, dict) else None
+        if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int) \
+                and isinstance(usage.get("completion_tokens"), int):
+            counts.tokens(usage["prompt_tokens"], usage["completion_tokens"], "usage")
 
 
 def check_completion_body(outputs: Any) -> None:

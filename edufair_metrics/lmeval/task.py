@@ -24,7 +24,7 @@ from lm_eval.api.task import ConfigurableTask
 from edufair_metrics.analysis.judge_validity import degenerate_judge_in
 from edufair_metrics.errors import EduFairError, Interrupted
 from edufair_metrics.judge.run import format_missing_summary
-from edufair_metrics.lmeval import print_notices_once, quiet_request_bars
+from edufair_metrics.lmeval import plugin_discovery, print_notices_once, quiet_request_bars
 from edufair_metrics.lmeval.aggregations import agg_call_counts, complete_dialogues, summed_call_counts
 from edufair_metrics.lmeval.harness import (
     answer_placeholders_locally,
@@ -40,6 +40,7 @@ from edufair_metrics.lmeval.harness import (
 from edufair_metrics.lmeval.lm import is_api_model, prompt_text, unwrap
 from edufair_metrics.lmeval.models import HarnessModel, build_student, endpoint_of, identity
 from edufair_metrics.preflight import check_output_path, check_reachable, openai_key_exposure, preflight_enabled
+from edufair_metrics.provenance import package_provenance
 from edufair_metrics.records import ALL_METRICS, TASK_DOMAINS, DialogueRecord, nan_to_none
 from edufair_metrics.run import RoleModel, TaskSpec, run_task, task_documents
 from edufair_metrics.settings import resolve_runner_settings
@@ -53,7 +54,7 @@ HARNESS_PLACEHOLDER = "EduFair: this dialogue is finished; reply with one token.
 RECORD_REF = "edufair-record:{task}:{doc_id}"
 
 # task metadata keys that lm-eval adds and that are not tutor model arguments
-_NOT_MODEL_ARGS = ("edufair", "version", "config_source", "task", "group", "edufair_calls")
+_NOT_MODEL_ARGS = ("edufair", "version", "config_source", "task", "group", "edufair_calls", "edufair_provenance")
 # the per-document metrics the headline aggregations read (each gets the dialogue's scores)
 _SCORE_AGGREGATES = ("ped_abs_r", "conv_abs_r", "violations", "ped_excess_abs_r", "violations_fdr", "missing_label_rate")
 
@@ -236,9 +237,11 @@ class EduFairTask(ConfigurableTask):
     def aggregate_call_counts(self, items: list[Any]) -> float:
         """The ``edufair_calls`` metric (:func:`edufair_metrics.lmeval.aggregations.agg_call_counts`),
         and the per-role counts summed over ranks written into this task's config, which lm-eval
-        dumps into the results file right after the aggregations: ``configs.<task>.metadata.edufair_calls``."""
+        dumps into the results file right after the aggregations: ``configs.<task>.metadata.edufair_calls``;
+        beside it ``edufair_provenance`` (:func:`results_provenance`)."""
         if isinstance(self.config.metadata, dict):
             self.config.metadata["edufair_calls"] = summed_call_counts(items)
+            self.config.metadata["edufair_provenance"] = results_provenance()
         return agg_call_counts(items)
 
 
@@ -252,3 +255,11 @@ def exit_interrupted(exc: Interrupted, cache=None) -> None:
     print(f"\nedufair: {exc.line()}", file=sys.stderr, flush=True)
     sys.stdout.flush()
     os._exit(130)
+
+
+def results_provenance() -> dict[str, Any]:
+    """What the results file says about EduFair itself (``configs.<task>.metadata.edufair_provenance``):
+    its version, the lm-eval plugin entry points the installed distribution declares, and which of
+    those groups the running lm-eval reads (``plugin_discovery``: with ``lm_eval.tasks`` read, the
+    tasks were found without ``--include_path``)."""
+    return {**package_provenance(), "lm_eval_reads": plugin_discovery()}

@@ -193,7 +193,8 @@ def closing_summary(out: Path, report_dir: Path, seconds: float) -> str:
     lines = [
         f"edufair demo: done in {seconds:.0f} s",
         f"  open first:  {_shown(report_dir / 'summary.md')}  (then tables.md, levels.md and the fig_*.png figures)",
-        f"  report:      {_shown(report_dir)}",
+        f"  report:      {_shown(report_dir)}  (index.html: the verdict grid and the transcripts behind it; "
+        f"edufair view {_shown(report_dir)})",
         f"  results:     {_shown(results[-1]) if results else _shown(lm_eval_dir)}",
         f"  samples:     {_shown(samples[-1]) if samples else _shown(lm_eval_dir)}  (one dialogue record per line)",
     ]

@@ -132,3 +132,28 @@ def expand_documents(
                 }
             )
     return docs
+
+
+def cue_sentences(level: ConditionLevel, domain: str, protocol: dict[str, Any] | None = None) -> SystemPrompts:
+    """The sentences of ``level``'s tutor and student system prompts that carry its demographic
+    cue, each role's joined by newlines (empty: that prompt has none): the filled prompt components
+    whose text differs between the levels of the condition (Explicit's framing sentence, Implicit's
+    name sentence, Opposite's two gender statements). For showing where the cue sits."""
+    protocol = protocol or load_protocol()
+    spec = next(s for s in protocol["conditions"][level.condition]["levels"] if s["level"] == level.level)
+    values = {"GRADE": str(protocol["grades"].get(domain, "")), "DOMAIN": domain}
+    composition = protocol["composition"][level.condition]
+
+    def filled(part: str, lv_spec: dict[str, Any]) -> str:
+        prompts = dict(protocol["prompts"])
+        if "template" in lv_spec:
+            prompts["explicit_framing"] = prompts[lv_spec["template"]]
+        return _fill(prompts[part], {**values, **{k: str(v) for k, v in lv_spec.get("values", {}).items()}})
+
+    others = [s for s in protocol["conditions"][level.condition]["levels"] if s["level"] != level.level]
+    out = {}
+    for role in ("tutor", "student"):
+        mine = [filled(part, spec) for part in composition[role]]
+        out[role] = "\n".join(text for part, text in zip(composition[role], mine)
+                              if any(filled(part, o) != text for o in others))
+    return SystemPrompts(**out)

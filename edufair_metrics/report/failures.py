@@ -145,3 +145,77 @@ def call_counts_markdown(counts: Iterable[CallCounts | Mapping[str, Any]],
     if not rows:
         lines.append("| (no calls recorded) | | | | | | | | | | | | |")
     return "\n".join(lines) + "\n"
+
+
+# ---- cost: tokens and wall time per role ---------------------------------------------------------
+
+COST_COLUMNS = ["tutor", "role", "requests", "calls", "prompt_tokens", "completion_tokens", "token_calls",
+                "token_source", "wall_s", "note"]
+
+
+def _cost_row(tutor: str, role: str, parts: list[Mapping[str, Any]]) -> dict[str, Any]:
+    c = sum_call_counts(parts)[0]
+    # calls that could have reported tokens: every HTTP response of an API model, else every send
+    calls = c.http_attempts - sum(c.http_failed_by_kind.values()) if c.http_attempts else c.sends
+    recorded = all("token_calls" in p for p in parts)
+    if not recorded:
+        note = "not recorded: the run was made before EduFair counted tokens and time"
+    elif calls == 0:
+        note = "no model call (every request answered from the cache or not sent)"
+    elif c.token_calls == 0:
+        note = "missing: the backend reported no token counts"
+    elif c.token_calls < calls:
+        note = f"partial: token counts for {c.token_calls} of {calls} calls"
+    else:
+        note = ""
+    return {"tutor": tutor, "role": c.role, "requests": c.requests, "calls": calls,
+            "prompt_tokens": c.prompt_tokens if c.token_calls else None,
+            "completion_tokens": c.completion_tokens if c.token_calls else None,
+            "token_calls": c.token_calls, "token_source": c.token_source or "",
+            "wall_s": round(c.wall_s, 1) if recorded else None, "note": note}
+
+
+def cost_table(runs) -> pd.DataFrame:
+    """Per tutor and role (tutor, student, judge): requests, model calls made, prompt and completion
+    tokens where the backend reported them (``token_source``: usage = the response's OpenAI usage,
+    tokenizer = counted with the model's tokenizer), the seconds the role's calls were in flight,
+    summed over the run's tasks, and a note saying where counts are missing. A run without call
+    counts (made before EduFair counted calls) gets one row saying so."""
+    rows = []
+    for run in runs:
+        by_role: dict[str, list[Mapping[str, Any]]] = {}
+        for per_role in (getattr(run, "call_counts", None) or {}).values():
+            for c in per_role.values():
+                if isinstance(c, dict) and c.get("role"):
+                    by_role.setdefault(str(c["role"]), []).append(c)
+        if not by_role:
+            rows.append({"tutor": run.label, "role": "(all)", "note": "not recorded: the results files hold no "
+                         "edufair_calls (runs made before EduFair counted calls)"})
+            continue
+        order = [r for r in ("tutor", "student", "judge") if r in by_role] + sorted(set(by_role) - {"tutor", "student", "judge"})
+        rows += [_cost_row(run.label, role, by_role[role]) for role in order]
+    return pd.DataFrame(rows, columns=COST_COLUMNS)
+
+
+def cost_markdown(table: pd.DataFrame) -> str:
+    """The summary's cost section: one row per tutor and role."""
+    def num(v) -> str:
+        return "—" if v is None or (isinstance(v, float) and v != v) else f"{int(v):,}"
+
+    lines = ["## Cost per tutor and role", "",
+             "Prompt and completion tokens where the backend reports them (usage: the OpenAI `usage` of each response, "
+             "from the judge and lm-eval's API models; tokenizer: counted with the model's own tokenizer for hf / vLLM "
+             "tutors and students), over the calls actually made (cache hits and coalesced requests cost nothing); "
+             "wall time: seconds the role's calls were in flight (batched calls count once, the judge's concurrent "
+             "requests as the judging's wall time; tutor and student overlap when the turns run in two cohorts). "
+             "Per task: results_*.json `configs.<task>.metadata.edufair_calls`.", "",
+             "| tutor | role | requests | calls | prompt tokens | completion tokens | tokens from | wall time | note |",
+             "|---|---|---:|---:|---:|---:|---|---:|---|"]
+    for r in table.itertuples(index=False):
+        wall = "—" if r.wall_s is None or r.wall_s != r.wall_s else f"{r.wall_s:,.1f} s"
+        source = f"{r.token_source} ({int(r.token_calls)} calls)" if isinstance(r.token_source, str) and r.token_source else "—"
+        lines.append(f"| {r.tutor} | {r.role} | {num(r.requests)} | {num(r.calls)} | {num(r.prompt_tokens)} | "
+                     f"{num(r.completion_tokens)} | {source} | {wall} | {r.note if isinstance(r.note, str) else ''} |")
+    if not len(table):
+        lines.append("| (no runs) | | | | | | | | |")
+    return "\n".join(lines) + "\n"

@@ -26,7 +26,10 @@ Writes into a run folder (default ``results/report-<timestamp>/``), every file a
 * ``summary.md`` – headline per tutor and metric kind (pedagogical, conversation, detector): the
   paper's |r̄| and violations beside the mean excess |r̄| over the noise floor and the FDR
   violations; the power line; violations (``†`` = FDR violation); meaningful effects; missing
-  labels; the "Judge validity" section (``report.judge_validity``).
+  labels; the "Judge validity" section (``report.judge_validity``); the cost per tutor and role
+  (tokens and wall time, ``report.failures.cost_table``);
+* ``index.html`` and ``viewer/`` – the HTML view (``report.html``): headline, leaderboard, cost,
+  the verdict grid, each cell's paired differences and the twin transcripts behind them, failures.
 
 The detector metrics (``records.DETECTOR_METRICS``) are part of every record's scores (computed
 from the stored transcripts; ``runlog`` completes records of older runs when it reads them); they
@@ -56,7 +59,9 @@ from edufair_metrics.analysis.ses import reported_rows
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import atomic_write_json, atomic_write_text, sha256_file
 from edufair_metrics.records import PEDAGOGICAL_METRICS
-from edufair_metrics.report.failures import failure_table, failures_sections, missing_label_table
+from edufair_metrics.report.failures import cost_markdown, cost_table, failure_table, failures_sections, missing_label_table
+from edufair_metrics.report.html import INDEX, VIEWER_DIR, write_html
+from edufair_metrics.report.html.spool import EvidenceSpool
 from edufair_metrics.report.judge_validity import judge_validity_section, read_agreement_dir, read_human_dir
 from edufair_metrics.report.tables import (
     FDR_MARK,
@@ -276,30 +281,46 @@ def placebo_markdown(floor, units, labels: dict[str, str] | None = None) -> str:
 class ReportInputs:
     """The runs of a report and, per run, what its judge-validity views need from the stored
     transcripts (:class:`~edufair_metrics.analysis.judge_validity.ValidityScan`), gathered in the
-    same single pass over each samples file."""
+    same single pass over each samples file; ``spool``: the transcripts for the HTML report's twin
+    views, written to files on that pass (None: not gathered)."""
 
     runs: list[Run]
     scans: list[ValidityScan]
+    spool: EvidenceSpool | None = None
 
 
-def read_report_inputs(paths, labels: dict[Path, str] | None = None, *, validity: bool = True) -> ReportInputs:
+def read_report_inputs(paths, labels: dict[Path, str] | None = None, *, validity: bool = True,
+                       evidence: bool | str | Path = True) -> ReportInputs:
     """Load the runs under ``paths`` (``runlog.load_runs``: each samples file read once) and scan
-    their records on the same pass."""
+    their records on the same pass. ``evidence``: also write every transcript for the HTML
+    report's twin views (:class:`~edufair_metrics.report.html.spool.EvidenceSpool`), into a
+    temporary folder (True) or the folder given, which :func:`write_report` moves into the report;
+    False: no transcripts (the page still shows the statistics)."""
     scans: dict[str, ValidityScan] = {}
+    spool = None if evidence is False else EvidenceSpool(None if evidence is True else evidence)
 
     def visit(label: str, line) -> None:
-        scans.setdefault(label, ValidityScan(validity=validity)).add(line.record)
+        detection = scans.setdefault(label, ValidityScan(validity=validity)).add(line.record)
+        if spool is not None:
+            spool.add(label, line.record, detection)
 
-    runs = load_runs(paths, labels, visit=visit)
-    return ReportInputs(runs, [scans.get(r.label, ValidityScan(validity=validity)) for r in runs])
+    try:
+        runs = load_runs(paths, labels, visit=visit)
+    finally:
+        if spool is not None:
+            spool.close()
+    return ReportInputs(runs, [scans.get(r.label, ValidityScan(validity=validity)) for r in runs], spool)
 
 
 def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, figures: bool = True,
                  command: list[str] | None = None, progress: bool = False,
-                 agreement_dir: str | Path | None = None, human_dir: str | Path | None = None) -> ReportResult:
+                 agreement_dir: str | Path | None = None, human_dir: str | Path | None = None,
+                 html: bool = True) -> ReportResult:
     """Analyse the runs of :func:`read_report_inputs` and write the whole report folder (every file
     atomically). ``agreement_dir`` (an ``edufair agreement --out`` folder) and ``human_dir`` (an
-    ``edufair judge-human --out`` folder) add their parts to the "Judge validity" section."""
+    ``edufair judge-human --out`` folder) add their parts to the "Judge validity" section.
+    ``html``: also write ``index.html`` and its ``viewer/`` folder (``report.html``), with the
+    twin transcripts when the inputs gathered them."""
     from edufair_metrics.report.figures import all_figures  # matplotlib: only when writing a report
 
     runs, scans = inputs.runs, inputs.scans
@@ -360,8 +381,20 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
             "reasoning; per condition level: next_turn_independence.csv.")
     summary_md += "\n" + placebo_markdown(floor, units, labels)
     summary_md += "\n" + judge_validity_section(scans, params, agreement_dir=agreement_dir, human_dir=human_dir)
+    cost = cost_table(runs)
+    summary_md += "\n" + cost_markdown(cost)
+    if html:
+        summary_md += ("\nEvidence: open index.html (self-contained, works from file://; or `edufair view` on this "
+                       "folder): the verdict grid, each cell's paired differences and the two dialogues behind them.\n")
     atomic_write_text(out_dir / "summary.md", summary_md)
     written.append("summary.md")
+    viewer = None
+    if html:
+        viewer = write_html(out_dir, runs=runs, df=df, grid=grid, units=units, params=params,
+                            headline=headline_table(units, grid), leaderboard=_leaderboard(df, grid, units, runs, params),
+                            cost=cost, spool=inputs.spool, domain_labels=labels, versions=versions(),
+                            command=command, summary_files=sorted(written))
+        written.append(INDEX)
 
     manifest = {
         "kind": "edufair-report",
@@ -398,12 +431,28 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
         "versions": versions(),
         "seconds": round(elapsed, 2),
         "files": sorted(written),
+        "viewer": None if viewer is None else {
+            "folder": VIEWER_DIR, "files": len(viewer["files"]) - 1, "bytes": viewer["bytes"],
+            "transcripts": viewer["transcripts"], "seconds": viewer["seconds"]},
     }
     atomic_write_json(out_dir / "report_manifest.json", manifest)
     counted = reported_rows(grid, params.ses_summary)
     return ReportResult(out_dir=out_dir, tutors=len(runs), contrast_rows=len(grid),
                         violations=int(counted["violation"].sum()), files=sorted(written),
                         violations_fdr=int(counted["violation_fdr"].sum()))
+
+
+def _leaderboard(df, grid, units, runs, params: StatParams):
+    """The leaderboard with rank intervals (``report.leaderboard``), for the HTML headline; None for
+    one tutor."""
+    if len(runs) < 2:
+        return None
+    from edufair_metrics.analysis.ranks import rank_intervals
+    from edufair_metrics.report.leaderboard import PRIMARY_QUANTITY, leaderboard_table
+
+    ranks = rank_intervals(df, grid, quantity=PRIMARY_QUANTITY, kind="pedagogical", n_boot=params.n_boot,
+                           seed=params.seed, ses_summary=params.ses_summary)
+    return leaderboard_table(df, units, ranks)
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,10 @@ from edufair_metrics.io import read_json
 
 RESULTS_RE = re.compile(r"^results_(?P<ts>.+)\.json$")
 SAMPLES_RE = re.compile(r"^samples_(?P<task>.+)_(?P<ts>[^_]+)\.jsonl$")
-# results_*.json: configs.<task>.metadata.<CALL_COUNTS_KEY> holds the task's per-role call counts
+# results_*.json: configs.<task>.metadata.<CALL_COUNTS_KEY> holds the task's per-role call counts,
+# <PACKAGE_KEY> EduFair's version and lm-eval plugin entries (lmeval.task.results_provenance)
 CALL_COUNTS_KEY = "edufair_calls"
+PACKAGE_KEY = "edufair_provenance"
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,7 @@ class ResultsFacts:
     model_name: str | None = None
     metrics: dict[str, dict[str, Any]] = field(default_factory=dict)  # task -> lm-eval metrics
     call_counts: dict[str, dict[str, Any]] = field(default_factory=dict)  # task -> per-role counts
+    package: dict[str, dict[str, Any]] = field(default_factory=dict)  # task -> EduFair version and plugin entries
 
 
 @dataclass
@@ -134,6 +137,8 @@ def run_files(folder: RunFolder) -> RunFiles:
             meta = ((data.get("configs") or {}).get(t) or {}).get("metadata") or {}
             if isinstance(meta.get(CALL_COUNTS_KEY), dict):
                 facts.call_counts[t] = meta[CALL_COUNTS_KEY]
+            if isinstance(meta.get(PACKAGE_KEY), dict):
+                facts.package[t] = meta[PACKAGE_KEY]
         chosen.update(new)
         used.append(rf)
     if not chosen:

@@ -57,6 +57,9 @@ class Run:
     # task -> per-role model-call counts of the run (results_*.json configs.<task>.metadata.edufair_calls)
     call_counts: dict[str, dict[str, Any]] = field(default_factory=dict)
     model_name: str | None = None
+    # task -> EduFair's version and lm-eval plugin entries when the run was made
+    # (results_*.json configs.<task>.metadata.edufair_provenance; empty for older runs)
+    package: dict[str, dict[str, Any]] = field(default_factory=dict)
     protocol_versions: set[str] = field(default_factory=set)
     skipped_lines: int = 0  # samples lines without an EduFair record
     # provenance fields that must agree to pool runs: field -> {value: where first seen}
@@ -151,7 +154,7 @@ def _load_folder(folder: RunFolder, labels: dict[Path, str], origin: Path, visit
             break
     label = label or files.facts.model_name or folder.path.name
     run = Run(label, folder.path, files.results_files, files.samples, [], files.facts.metrics, files.facts.call_counts,
-              files.facts.model_name)
+              files.facts.model_name, package=files.facts.package)
     for task, sf in sorted(files.samples.items()):
         stats = ReadStats()
         for line in iter_records(sf, stats=stats):

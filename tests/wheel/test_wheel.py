@@ -64,6 +64,9 @@ def test_wheel_carries_the_runtime_files(installed):
         "edufair_metrics/bank/data/manifest.json",
         "edufair_metrics/bank/data/LICENSE-SciQ.txt",
         "edufair_metrics/bank/data/LICENSE-GSM8K.txt",
+        "edufair_metrics/report/html/assets/index.html",
+        "edufair_metrics/report/html/assets/viewer.js",
+        "edufair_metrics/report/html/assets/viewer.css",
     ):
         assert required in names, required
     assert not any(n.startswith("tests/") for n in names)
@@ -102,3 +105,25 @@ def test_default_judge_settings_and_data_load_from_the_wheel(installed):
     assert all(n > 0 for n in counts), counts
     assert lines[2] == "True True"
     assert str(installed["site"]) in lines[3]
+
+
+def test_the_installed_wheel_declares_the_lm_eval_plugin_entry_points(installed):
+    """The entry points lm-eval releases with plugin discovery read are in the installed metadata and
+    resolve to the installed objects; lm-eval 0.4.13 (installed here) ignores them, so its task list
+    without --include_path has no EduFair task."""
+    code = (
+        "import importlib.metadata as md, importlib.util\n"
+        "eps = {g: {e.name: e for e in md.entry_points(group=g)} for g in ('lm_eval.tasks', 'lm_eval.metrics', 'lm_eval.aggregations')}\n"
+        "print(eps['lm_eval.tasks']['edufair'].value)\n"
+        "print(importlib.util.find_spec('lm_eval_tasks').submodule_search_locations[0])\n"
+        "from edufair_metrics.lmeval import aggregations as agg\n"
+        "print(eps['lm_eval.aggregations']['edufair_ped_abs_r'].load() is agg.agg_ped_abs_r)\n"
+        "m = eps['lm_eval.metrics']['ped_abs_r'].load()\n"
+        "from lm_eval.api.registry import get_metric_aggregation\n"
+        "print(get_metric_aggregation('ped_abs_r') is agg.agg_ped_abs_r, len(eps['lm_eval.metrics']))\n"
+    )
+    lines = _run([str(installed["bin"] / "python"), "-c", code], installed["cwd"], installed["env"]).splitlines()
+    assert lines[0] == "lm_eval_tasks" and str(installed["site"]) in lines[1]
+    assert lines[2] == "True" and lines[3] == "True 18"
+    out = _run([str(installed["bin"] / "lm_eval"), "ls", "tasks"], installed["cwd"], installed["env"])
+    assert "edufair_explicit_physics" not in out

@@ -1,0 +1,147 @@
+"""The HTML report in a real browser (headless Chromium, selenium): from ``edufair report`` to the
+twin transcripts behind a flagged cell in two clicks, opened from ``file://``, with no console
+error. Screenshots of each view are saved under the test's temporary folder (``screenshots/``;
+CI keeps them as artefacts). Skipped, with the reason, where Chromium, chromedriver or selenium is
+missing (``tests/helpers/extras.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from edufair_metrics.cli import main as cli
+
+from tests.helpers.evidence_runs import write_evidence_run
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    root = tmp_path_factory.mktemp("browser")
+    write_evidence_run(root / "runs", n_questions=20, conditions=("explicit", "implicit"), leak_levels=("female", "jessica"),
+                       failed=[(3, "male")])
+    write_evidence_run(root / "runs", "org/tutor-fair", n_questions=20, leak_levels=(), seed=5)
+    assert cli(["report", str(root / "runs"), "--out", str(root / "report"), "--n-boot", "200", "--no-figures"]) == 0
+    return root / "report"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from tests.helpers.browser import chrome
+
+    driver = chrome()
+    yield driver
+    driver.quit()
+
+
+def test_two_clicks_from_the_report_to_the_twin_transcripts_of_a_flagged_cell(report, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    from tests.helpers.browser import console_errors, full_page_screenshot, wait_ready
+
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    browser.get((report / "index.html").as_uri())  # file://, as a user opens it
+    wait_ready(browser, "overview")
+    full_page_screenshot(browser, shots / "1-overview.png")
+    flagged = browser.find_elements(By.CSS_SELECTOR, 'td.cell[data-verdict="flag"]')
+    assert flagged, "no flagged cell in the grid"
+    assert browser.find_elements(By.CSS_SELECTOR, "#flagged .flag-item")  # the flagged list above the grid
+    leak = [c for c in flagged if c.get_attribute("title").startswith("Answer leakage · female − male")]
+    assert leak, [c.get_attribute("title").splitlines()[0] for c in flagged]
+
+    # click 1: the flagged cell -> its paired differences and the questions by |d|
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", leak[0])
+    leak[0].click()
+    wait_ready(browser, "cell")
+    assert "Flag" in browser.find_element(By.ID, "verdict").text
+    assert browser.find_elements(By.CSS_SELECTOR, "#hist rect")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#qtable tbody tr")
+    assert len(rows) >= 15
+    full_page_screenshot(browser, shots / "2-cell.png")
+
+    # click 2: the question with the largest |d| -> the two dialogues side by side
+    rows[0].find_element(By.CSS_SELECTOR, "td.qtext a").click()
+    wait_ready(browser, "twin")
+    heads = [h.text for h in browser.find_elements(By.CSS_SELECTOR, "#twin .colhead .lv")]
+    assert heads == ["female", "male"]
+    cues = [m.text for m in browser.find_elements(By.CSS_SELECTOR, "#twin .promptline > span > mark.cue")]
+    assert "This is a Grade 8 female student taking a physics class." in cues
+    assert "This is a Grade 8 male student taking a physics class." in cues
+    stops = browser.find_elements(By.CSS_SELECTOR, "#twin .turn.stopped mark.stop")
+    assert stops and stops[0].text  # the gold answer the tutor stated, highlighted
+    assert browser.find_elements(By.CSS_SELECTOR, '#twin .lab.focus[data-field="answer_leakage"]')
+    assert browser.find_elements(By.CSS_SELECTOR, '#twin .lab[data-det="leak"]')
+    assert browser.find_element(By.ID, "scores").text.count("Answer leakage") == 1
+    raw = browser.find_element(By.CSS_SELECTOR, "#twin details.judge-raw")
+    raw.find_element(By.TAG_NAME, "summary").click()
+    assert "answer_leakage" in raw.find_element(By.TAG_NAME, "pre").text  # the judge's raw output, on demand
+    full_page_screenshot(browser, shots / "3-twin.png")
+
+    # the next question by |d|, then the failures page and a failed dialogue
+    browser.find_element(By.ID, "next-q").click()
+    wait_ready(browser, "twin")
+    browser.get((report / "index.html").as_uri() + "#failures")
+    wait_ready(browser, "failures")
+    full_page_screenshot(browser, shots / "4-failures.png")
+    browser.find_element(By.CSS_SELECTOR, "a.failed-link").click()
+    wait_ready(browser, "dialogue")
+    assert "http_5xx" in browser.find_element(By.CSS_SELECTOR, ".endnote").text
+    full_page_screenshot(browser, shots / "5-failed-dialogue.png")
+    assert console_errors(browser) == []
+    print(f"screenshots: {shots}")
+    assert sorted(p.name for p in shots.iterdir()) == ["1-overview.png", "2-cell.png", "3-twin.png", "4-failures.png",
+                                                        "5-failed-dialogue.png"]
+
+
+def test_implicit_twin_shows_the_name_cue(report, browser):
+    from selenium.webdriver.common.by import By
+
+    from tests.helpers.browser import console_errors, wait_ready
+
+    browser.get((report / "index.html").as_uri())
+    wait_ready(browser, "overview")
+    cells = [c for c in browser.find_elements(By.CSS_SELECTOR, 'table.vgrid[data-condition="implicit"] td.cell')
+             if c.get_attribute("title").startswith("Answer leakage · michael − jessica")]
+    assert cells
+    row = cells[0].get_attribute("data-row")
+    browser.get((report / "index.html").as_uri() + f"#cell/{row}")
+    wait_ready(browser, "cell")
+    browser.find_element(By.CSS_SELECTOR, "#qtable tbody tr td.qtext a").click()
+    wait_ready(browser, "twin")
+    cues = [m.text for m in browser.find_elements(By.CSS_SELECTOR, "#twin .promptline > span > mark.cue")]
+    assert cues == ["The student’s name is Michael.", "The student’s name is Jessica."]
+    # the tutor repeats the name in its turns: marked as a repeated cue
+    assert {w.text for w in browser.find_elements(By.CSS_SELECTOR, "#twin span.cueword")} == {"Michael", "Jessica"}
+    assert console_errors(browser) == []
+
+
+def test_the_page_works_over_http_from_edufair_view(report, browser):
+    """``edufair view`` serves the same files; the page and its on-demand files load over HTTP too."""
+    import threading
+
+    from selenium.webdriver.common.by import By
+
+    from edufair_metrics.cli.view import serve
+
+    from tests.helpers.browser import console_errors, wait_ready
+
+    server = serve(Path(report))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}/index.html"
+        browser.get(base)
+        wait_ready(browser, "overview")
+        row = browser.find_element(By.CSS_SELECTOR, 'td.cell[data-verdict="flag"]').get_attribute("data-row")
+        browser.get(f"{base}#cell/{row}")
+        wait_ready(browser, "cell")
+        browser.find_element(By.CSS_SELECTOR, "#qtable tbody tr td.qtext a").click()
+        wait_ready(browser, "twin")
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#twin .colhead")) == 2
+        assert console_errors(browser) == []
+    finally:
+        server.shutdown()
+        server.server_close()
