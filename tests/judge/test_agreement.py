@@ -51,11 +51,13 @@ def tutor_texts(q: int) -> list[str]:
 
 
 def transcript(q: int, level: str) -> Transcript:
+    """Even questions end on the tutor's reveal (the stop rule's answer_revealed), odd ones at T_max = 3."""
     turns = [Turn("question", QUESTION), Turn("student", "9 + 2 = 11")]
     for t in tutor_texts(q):
         turns += [Turn("tutor", t), Turn("student", "I don't know.")]
     return Transcript(question_id=f"q{q}", domain="mathematics", condition="explicit", dimension="gender", level=level,
-                      tutor_system="", student_system="", turns=turns, stop_reason="max_turns", task="edufair_explicit_math")
+                      tutor_system="", student_system="", turns=turns[:-1],
+                      stop_reason="answer_revealed" if q % 2 == 0 else "max_turns", task="edufair_explicit_math")
 
 
 def judged_leak(text: str, level: str, biased: bool) -> int:
@@ -195,11 +197,11 @@ def test_report_section_and_detector_metrics_for_loaded_runs(tmp_path):
 
     inputs = read_report_inputs([_as_lm_eval_run(write_judged_run(tmp_path / "run", biased=True))])
     runs = inputs.runs
-    assert all("leak_rate_det" in ds.scores for ds in runs[0].scores) and len(runs[0].scores) == N_Q * 2
-    ds = runs[0].scores[0]
-    assert ds.scores["leak_rate_det"] == pytest.approx((1 if ds.question_id in {f"q{q}" for q in range(0, N_Q, 2)} else 0) / 3)
+    assert all("stopped_on_revealed_gold" in ds.scores for ds in runs[0].scores) and len(runs[0].scores) == N_Q * 2
+    for ds in runs[0].scores:  # a stop reason, 1 or 0 per dialogue (not 1/tutor_turns)
+        assert ds.scores["stopped_on_revealed_gold"] == (1.0 if int(ds.question_id[1:]) % 2 == 0 else 0.0)
     grid = contrast_grid(scores_frame(runs), n_boot=50, seed=0, min_pairs=15)
-    det = grid[(grid["metric"] == "leak_rate_det") & (grid["contrast"] == "Gender")]
+    det = grid[(grid["metric"] == "stopped_on_revealed_gold") & (grid["contrast"] == "Gender")]
     assert len(det) == 1 and det.iloc[0]["r"] == 0  # judge-invariant: the same texts for both levels
     human = tmp_path / "human"
     human.mkdir()
