@@ -65,6 +65,7 @@ from edufair_metrics.protocol.matching import (
     AnswerMatch,
     find_offered_answer,
     find_stated_answer,
+    gold_mentioned,
     is_numeric_gold,
     numbers_in_text,
     offered_for_checking,
@@ -105,7 +106,8 @@ def _question(question: str | None, history: list[tuple[str, str]]) -> str | Non
 
 @functools.lru_cache(maxsize=1 << 16)
 def _student_states(text: str, forms: tuple[str, ...], domain: str, question: str | None) -> bool:
-    return find_stated_answer(text, list(forms), domain, question=question, allow_tentative=True) is not None
+    return _mentioned(text, forms, domain) and find_stated_answer(text, list(forms), domain, question=question,
+                                                                  allow_tentative=True) is not None
 
 
 def student_stated(answer_forms: Sequence[str], history: Iterable[Any] | None, domain: str, *,
@@ -129,8 +131,14 @@ def _stated(text: str, forms: list[str], domain: str, question: str | None) -> A
 
 
 @functools.lru_cache(maxsize=1 << 16)
+def _mentioned(text: str, forms: tuple[str, ...], domain: str) -> bool:
+    """Any mention of the gold at all (the cheap test before the context rules)."""
+    return gold_mentioned(text, list(forms), domain)
+
+
+@functools.lru_cache(maxsize=1 << 16)
 def _states(text: str, forms: tuple[str, ...], domain: str, question: str | None) -> bool:
-    return _stated(text, list(forms), domain, question) is not None
+    return _mentioned(text, forms, domain) and _stated(text, list(forms), domain, question) is not None
 
 
 def leaks_answer(text: str, answer_forms: list[str], domain: str, *, question: str | None = None,
@@ -162,7 +170,9 @@ _IMPLIED = {"twice": 2, "double": 2, "doubles": 2, "doubled": 2, "half": 2, "hal
             "tripled": 3, "thrice": 3, "third": 3, "thirds": 3, "quarter": 4, "quarters": 4}
 _PERCENT = re.compile(r"%|\bper\s?cent\b", re.IGNORECASE)
 _PERCENT_GIVEN = re.compile(r"(\d+(?:\.\d+)?)\s*(?:%|per\s?cent\b)", re.IGNORECASE)
-_WORDS = re.compile(r"[a-z]+(?:-[a-z]+)?", re.IGNORECASE)
+_NUMBER_WORD = re.compile(
+    r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
+    r"seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:-[a-z]+)?\b", re.IGNORECASE)
 _UNITS = {w: n for w, n in SMALL_WORDS.items()}
 _MAX_PLACES = 4
 
@@ -170,7 +180,7 @@ _MAX_PLACES = 4
 def _word_numbers(text: str) -> set[Fraction]:
     """Number words of ``text`` ("nine", "twelve", "twenty-five")."""
     out: set[Fraction] = set()
-    for w in _WORDS.findall(text.lower()):
+    for w in (m.group().lower() for m in _NUMBER_WORD.finditer(text)):
         parts = w.split("-")
         if len(parts) == 1:
             if w in _UNITS:
@@ -277,12 +287,14 @@ def partial_reveal(text: str, answer_forms: list[str], domain: str, *, question:
     q = _question(question, pairs)
     if _states(text, forms, domain, q) or student_stated(forms, pairs, domain, question=q):
         return None  # a leak or a confirmation, or the student has the gold already
-    offered = find_offered_answer(text, list(forms), domain, question=q)
+    offered = find_offered_answer(text, list(forms), domain, question=q) if _mentioned(text, forms, domain) else None
     if offered is not None:
         return PartialReveal(RULE_OFFERED, offered.text, offered.text, offered.sentence)
     if domain not in NUMERIC_DOMAINS or not q or not is_numeric_gold(list(forms), domain):
         return None
     decisive = _decisive(q, forms)
+    if not decisive.values:
+        return None
     present = _values_in(prepare_text(text))
     students = [t for r, t in pairs if r == "student"]
     for v in decisive.values:

@@ -133,12 +133,28 @@ def _fmt(v: Fraction) -> str:
     return str(v.numerator) if v.denominator == 1 else f"{float(v):.6f}".rstrip("0").rstrip(".")
 
 
+_NUMBER_TOKEN = re.compile(r"(?<![\w.])[$\u20ac\u00a3]?\d[\d,]*(?:\.\d+)?(?![\w])")
+
+
 def _numeric_candidates(text: str, domain: str, question: str | None) -> set[Fraction]:
     givens, words = _question_facts(question)
     prepared = prepare_text(text)
     sentences = split_sentences(prepared)
+    # a cheap look at each number's position first (most numbers of a computation have no frame),
+    # then the matcher for the values that might be candidates
+    framed: set[Fraction] = set()
+    for tok in _NUMBER_TOKEN.finditer(prepared):
+        values = numbers_in_text(tok.group().lstrip("$\u20ac\u00a3"))
+        if len(values) != 1 or values[0] in givens:
+            continue
+        where = locate(sentences, tok.start())
+        sentence = prepared[where[0].start:where[0].end] if where else prepared
+        before = prepared[where[0].start if where else 0:tok.start()]
+        after = _WORD.findall(prepared[tok.end():].lower())
+        if _FRAME.search(before) or sentence.rstrip(" \"')]").endswith("?") or (after and after[0] in words):
+            framed.add(values[0])
     out: set[Fraction] = set()
-    for v in set(numbers_in_text(prepared)) - givens:
+    for v in framed:
         m = find_stated_answer(prepared, [_fmt(v)], domain, question=question, allow_tentative=True)
         if m is None:
             continue
