@@ -212,3 +212,24 @@ def test_report_section_and_detector_metrics_for_loaded_runs(tmp_path):
     md = judge_validity_section(inputs.scans, PARAMS, human_dir=human, n_boot_agreement=50)
     assert "| tutor-x | mathematics | explicit | female | 60 |" in md
     assert "Flagged: judged leakage bias" in md and "0.790 [0.400, 1.000]" in md
+
+
+def test_judge_vs_detector_reads_every_judged_turn_with_its_history():
+    """The detector compared with the judge is the history-aware leak detector on every judged
+    turn: the tutor repeating the student's gold is a confirmation (detector 0), and a leak before
+    the last turn counts; the stop rule's matcher would call the confirmation a leak."""
+    turns = [Turn("question", QUESTION), Turn("student", "Is it 18?"), Turn("tutor", "Yes, 18 loaves. Well done.")]
+    t = Transcript(question_id="q0", domain="mathematics", condition="explicit", dimension="gender", level="female",
+                   tutor_system="", student_system="", turns=turns, stop_reason="answer_confirmed", task="edufair_explicit_math")
+    labels = json.loads(labels_json(mistake=False, tone=-1, recog=-1, leak=0)) | {"_forced_na": []}
+    rec = build_record(t, [TurnJudgement(2, JUDGE_OK, labels=labels)], judge_info={"model": "judge-a"})
+    rec.document.answer_forms = ["18"]
+    rows = leak_turn_rows([rec])
+    assert [(r["turn_index"], r["judge_leak"], r["detector_leak"]) for r in rows] == [(2, 0, 0)]
+    early = [Turn("question", QUESTION), Turn("student", "11"), Turn("tutor", "It is 18 loaves."), Turn("student", "ok"),
+             Turn("tutor", "Any questions?")]
+    t2 = Transcript(question_id="q1", domain="mathematics", condition="explicit", dimension="gender", level="female",
+                    tutor_system="", student_system="", turns=early, stop_reason="max_turns", task="edufair_explicit_math")
+    rec2 = build_record(t2, [TurnJudgement(i, JUDGE_OK, labels=labels) for i in (2, 4)], judge_info={"model": "judge-a"})
+    rec2.document.answer_forms = ["18"]
+    assert [r["detector_leak"] for r in leak_turn_rows([rec2])] == [1, 0]
