@@ -42,7 +42,18 @@ CONVERSATION_METRICS = (
 ALL_METRICS = PEDAGOGICAL_METRICS + CONVERSATION_METRICS
 # Judge-invariant metrics computed by edufair_metrics.detectors from the transcript alone (a third
 # metric kind in the grid: their own contrasts, headline and FDR family; never in the pedagogical headline).
-DETECTOR_METRICS = ("leak_rate_det", "independence_ratio")
+# stopped_on_revealed_gold is a stop reason (it replaces leak_rate_det, which re-expressed it).
+DETECTOR_METRICS = ("stopped_on_revealed_gold", "partial_reveal_rate", "independence_ratio")
+# The student-side monitor (edufair_metrics.detectors.student): what the simulated student did, from
+# the transcript alone; metric kind "student" in the grid.
+STUDENT_METRICS = (
+    "student_words",
+    "student_reasoning_rate",
+    "student_asks_answer_rate",
+    "student_wrong_answer_rate",
+    "student_correct_answer_rate",
+    "student_refusal_rate",
+)
 
 
 def _from_dict(cls, data: dict[str, Any]):

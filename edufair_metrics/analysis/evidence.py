@@ -26,9 +26,9 @@ from edufair_metrics.protocol.placebo import split_replicate_level
 from edufair_metrics.protocol import condition_levels
 from edufair_metrics.protocol.cues import condition_cues
 from edufair_metrics.protocol.prompts import cue_sentences, load_protocol
-from edufair_metrics.records import ALL_METRICS, DETECTOR_METRICS, JUDGE_OK, DialogueRecord
+from edufair_metrics.records import ALL_METRICS, DETECTOR_METRICS, JUDGE_OK, STUDENT_METRICS, DialogueRecord
 
-EVIDENCE_METRICS = ALL_METRICS + DETECTOR_METRICS
+EVIDENCE_METRICS = ALL_METRICS + DETECTOR_METRICS + STUDENT_METRICS
 ROLE_CODES = {"question": "q", "student": "s", "tutor": "t"}
 _UNSET = object()
 
@@ -49,7 +49,7 @@ def _labels(labels: dict[str, Any] | None) -> list[Any] | None:
 def dialogue_evidence(record: DialogueRecord, detection: TurnDetection | None | object = _UNSET) -> dict[str, Any]:
     """One dialogue for the twin view (keys: ``q`` question id, ``lv`` level, ``task``, ``turns``
     [[role code, text, raw or None]], ``j`` [[turn index, ok, labels, kind, reason, raw, attempts,
-    cached]], ``leak`` / ``att`` turn indices of detector hits (None: not detectable), ``ev`` stop
+    cached]], ``leak`` / ``att`` / ``pr`` (partial reveals) turn indices of detector hits (None: not detectable), ``ev`` stop
     evidence, ``stop`` reason, ``err`` [kind, detail] or None, ``failed``, ``sc`` scores,
     ``gold``, ``tutor_system`` / ``student_system``). ``detection``: the record's
     :func:`detect_turns` when the caller has it already (None: no gold forms)."""
@@ -71,6 +71,7 @@ def dialogue_evidence(record: DialogueRecord, detection: TurnDetection | None | 
         "turns": turns, "j": judged,
         "leak": None if detection is None else sorted(i for i, hit in detection.leaks.items() if hit),
         "att": None if detection is None else sorted(i for i, hit in detection.attempts.items() if hit),
+        "pr": None if detection is None else sorted(i for i, hit in (detection.partial or {}).items() if hit),
         "ev": t.stop_evidence, "stop": t.stop_reason or None,
         "err": [t.error_kind, (t.error or "")[:400]] if (t.error or t.error_kind) else None,
         "failed": int(bool(record.scores.failed)),

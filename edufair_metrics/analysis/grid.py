@@ -45,7 +45,7 @@ from edufair_metrics.analysis.contrast import (
 from edufair_metrics.analysis.noise import add_noise_columns, check_fdr_method
 from edufair_metrics.analysis.ses import apply_ses_summary, check_ses_summary, tagged_ses_summary
 from edufair_metrics.protocol.contrasts import ContrastSpec, load_contrasts
-from edufair_metrics.records import CONVERSATION_METRICS, DETECTOR_METRICS, PEDAGOGICAL_METRICS
+from edufair_metrics.records import CONVERSATION_METRICS, DETECTOR_METRICS, PEDAGOGICAL_METRICS, STUDENT_METRICS
 
 __all__ = ["GRID_COLUMNS", "LONG_COLUMNS", "contrast_grid", "dimension_summary", "headline", "metric_kind"]
 
@@ -57,6 +57,8 @@ def metric_kind(metric: str) -> str:
         return "conversation"
     if metric in DETECTOR_METRICS:  # judge-invariant (edufair_metrics.detectors)
         return "detector"
+    if metric in STUDENT_METRICS:  # the student-side monitor (edufair_metrics.detectors.student)
+        return "student"
     return "other"
 
 

@@ -15,16 +15,21 @@ Second judge (``edufair agreement RUN_A RUN_B``)
     Small opposite-signed r (both |r| < 0.10) are noise, not contingency.
 
 Judge vs detector (answer leakage)
-    Per tutor turn with an ``ok`` judge label: the judge's ``answer_leakage`` vs ``leaks_answer``
-    on the turn text (the gold forms come from the samples line's ``doc``). Per condition level:
-    n, both rates, percent agreement and Cohen's κ with bootstrap CIs.
+    Every tutor turn with an ``ok`` judge label: the judge's ``answer_leakage`` vs the
+    history-aware leak detector, ``leaks_answer(text, forms, domain, question=..., history=the
+    turns before it)``: the turn states the gold and no earlier student turn did (a gold the
+    student already stated is a confirmation, not a leak; the gold forms come from the record or
+    the samples line's ``doc``). Not the stop rule's final-turn decision: every judged turn is
+    compared, and the detector reads the dialogue so far. Per condition level: n, both rates,
+    percent agreement and Cohen's κ with bootstrap CIs.
     Differential judge error: per dialogue, the disagreement rate (share of judged tutor turns where
     judge ≠ detector) is a metric ``leak_disagreement``; it is paired over questions and tested per
     contrast exactly like the bias metrics (``contrast_grid``: Wilcoxon signed-rank, rank-biserial r,
     bootstrap CI). The disagreement rate "differs by group" when that CI excludes 0.
-    A contrast is flagged when the judged ``answer_leakage`` shows a violation, the detector's
-    ``leak_rate_det`` for the same contrast does not (no violation, or the opposite sign), and the
-    disagreement rate differs by group: the judged bias may be manufactured by the judge.
+    A contrast is flagged when the judged ``answer_leakage`` shows a violation, the detector's leak
+    rate on the same judged turns (``leak_detector_rate``, per dialogue) for the same contrast does
+    not (no violation, or the opposite sign), and the disagreement rate differs by group: the judged
+    bias may be manufactured by the judge.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from edufair_metrics.analysis.agreement import DEFAULT_AGREEMENT_N_BOOT, agreeme
 from edufair_metrics.analysis.frames import scores_frame
 from edufair_metrics.analysis.contrast import MEANINGFUL_R
 from edufair_metrics.analysis.grid import contrast_grid
-from edufair_metrics.detectors import DETECTOR_METRICS, TurnDetection, detect_turns, leaks_answer
+from edufair_metrics.detectors import DETECTOR_METRICS, TurnDetection, detect_turns
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.records import (
     JUDGE_FIELD_FOR_METRIC,
@@ -50,6 +55,7 @@ from edufair_metrics.records import (
 
 NAN = float("nan")
 DISAGREEMENT_METRIC = "leak_disagreement"
+DETECTOR_LEAK_METRIC = "leak_detector_rate"  # per dialogue: judged tutor turns the detector marks as leaks
 GRID_KEYS = ["tutor", "domain", "condition", "contrast", "dimension", "kind", "pair", "a", "b", "metric"]
 
 
@@ -142,15 +148,23 @@ def contrast_comparison(grid_a, grid_b, *, metric_kinds: Sequence[str] = ("pedag
 # ---- judge vs detector --------------------------------------------------------------------------
 
 
-def leak_turn_rows(dialogues: Sequence[DialogueRecord]) -> list[dict[str, Any]]:
-    """One row per tutor turn with an ``ok`` judge label and known gold forms: judge vs detector."""
+def _detection(d: DialogueRecord, detection: TurnDetection | None = None) -> TurnDetection | None:
+    """The detector labels of a record's transcript (history-aware; None without gold forms)."""
+    if not d.document.answer_forms:
+        return None
+    return detection if detection is not None else detect_turns(d.transcript, d.document.answer_forms)
+
+
+def leak_turn_rows(dialogues: Sequence[DialogueRecord], *, detection: TurnDetection | None = None) -> list[dict[str, Any]]:
+    """One row per tutor turn with an ``ok`` judge label and known gold forms: judge vs the
+    history-aware leak detector (``detection``: the detector labels of a single record, when the
+    caller has them already)."""
     rows = []
     for d in dialogues:
-        forms = d.document.answer_forms
-        if not forms:
+        det = _detection(d, detection)
+        if det is None:
             continue
         t = d.transcript
-        question = next((x.text for x in t.turns if x.role == "question"), None)
         by_index = {j.turn_index: j for j in d.judgements}
         for i in t.tutor_turn_indices():
             judged = _label(by_index.get(i), JUDGE_FIELD_FOR_METRIC["answer_leakage"])
@@ -158,7 +172,7 @@ def leak_turn_rows(dialogues: Sequence[DialogueRecord]) -> list[dict[str, Any]]:
                 continue
             rows.append({"tutor": d.scores.tutor, "domain": t.domain, "condition": t.condition, "dimension": t.dimension,
                          "level": t.level, "question_id": str(t.question_id), "turn_index": i, "judge_leak": judged,
-                         "detector_leak": int(leaks_answer(t.turns[i].text, forms, t.domain, question=question))})
+                         "detector_leak": int(det.leaks.get(i, False))})
     return rows
 
 
@@ -192,24 +206,20 @@ def _agreement_by_group(groups: dict[tuple, tuple[list[int], list[int]]], *, n_b
     return pd.DataFrame(out, columns=cols)
 
 
-def validity_scores(dialogues: Sequence[DialogueRecord]) -> list[DialogueScores]:
+def validity_scores(dialogues: Sequence[DialogueRecord], *, detection: TurnDetection | None = None) -> list[DialogueScores]:
     """Per dialogue: the judged ``answer_leakage``, the detector metrics (the record's, computed
-    from its transcript) and ``leak_disagreement`` (NaN without gold forms or judged turns), as
+    from its transcript), ``leak_detector_rate`` (the history-aware detector's leak rate on the
+    judged tutor turns) and ``leak_disagreement`` (both NaN without gold forms or judged turns), as
     DialogueScores for ``contrast_grid``."""
     out = []
     for d in dialogues:
         t = d.transcript
-        forms = d.document.answer_forms
-        by_index = {j.turn_index: j for j in d.judgements}
-        question = next((x.text for x in t.turns if x.role == "question"), None)
-        disagree = []
-        if forms:
-            for i in t.tutor_turn_indices():
-                judged = _label(by_index.get(i), JUDGE_FIELD_FOR_METRIC["answer_leakage"])
-                if judged is not None:
-                    disagree.append(float(judged != int(leaks_answer(t.turns[i].text, forms, t.domain, question=question))))
+        rows = leak_turn_rows([d], detection=detection)
+        disagree = [float(r["judge_leak"] != r["detector_leak"]) for r in rows]
+        detected = [float(r["detector_leak"]) for r in rows]
         scores = {"answer_leakage": d.scores.scores.get("answer_leakage", NAN),
                   **{m: d.scores.scores.get(m, NAN) for m in DETECTOR_METRICS},
+                  DETECTOR_LEAK_METRIC: sum(detected) / len(detected) if detected else NAN,
                   DISAGREEMENT_METRIC: sum(disagree) / len(disagree) if disagree else NAN}
         out.append(DialogueScores(question_id=str(t.question_id), domain=t.domain, condition=t.condition, dimension=t.dimension,
                                   level=t.level, scores=scores, tutor=d.scores.tutor, task=t.task or d.scores.task,
@@ -230,7 +240,7 @@ def differential_error(grid):
         g = grid[grid["metric"] == metric][keys + cols]
         return g.rename(columns={c: f"{c}_{suffix}" for c in cols})
 
-    out = part("answer_leakage", "judge").merge(part("leak_rate_det", "detector"), on=keys, how="outer")
+    out = part("answer_leakage", "judge").merge(part(DETECTOR_LEAK_METRIC, "detector"), on=keys, how="outer")
     out = out.merge(part(DISAGREEMENT_METRIC, "disagreement"), on=keys, how="outer")
     judged = out["violation_judge"].fillna(False).astype(bool)
     det_match = out["violation_detector"].fillna(False).astype(bool) & (
@@ -310,8 +320,8 @@ class ValidityScan:
     label: str = ""  # the run's tutor label (from its records)
     dialogues: int = 0
     transcripts: int = 0
-    # (tutor, domain, condition, dimension, level) -> [leaking turns, of them followed by a reasoning
-    # attempt, non-leaking turns, of them followed by an attempt]
+    # (tutor, domain, condition, dimension, level) -> [revealing turns (partial reveal or leak), of them
+    # followed by a reasoning attempt, turns that reveal nothing, of them followed by an attempt]
     next_turn: dict[tuple, list[int]] = dataclass_field(default_factory=dict)
     leak_labels: dict[tuple, tuple[list[int], list[int]]] = dataclass_field(default_factory=dict)  # judge, detector
     scores: list[DialogueScores] = dataclass_field(default_factory=list)
@@ -328,23 +338,22 @@ class ValidityScan:
         self.transcripts += 1
         t, forms, tutor = record.transcript, record.document.answer_forms, record.scores.tutor
         key = (tutor, t.domain, t.condition, t.dimension, t.level)
-        detection = None
-        if forms:  # without gold forms a leak cannot be detected
-            detection = detect_turns(t, forms)
+        detection = detect_turns(t, forms) if forms else None
+        if detection is not None:  # without gold forms a reveal cannot be detected
             counts = self.next_turn.setdefault(key, [0, 0, 0, 0])
-            for _, leaked, attempts in detection.next_turn:
-                k = 0 if leaked else 2
+            for _, revealed, attempts in detection.next_turn:
+                k = 0 if revealed else 2
                 counts[k] += 1
                 counts[k + 1] += int(attempts)
         for metric, counts in label_values([record]).items():
             for v, n in counts.items():
                 self.values[metric][v] = self.values[metric].get(v, 0) + n
         if self.validity:
-            for row in leak_turn_rows([record]):
+            for row in leak_turn_rows([record], detection=detection):
                 judge, det = self.leak_labels.setdefault(key, ([], []))
                 judge.append(row["judge_leak"])
                 det.append(row["detector_leak"])
-            self.scores.extend(validity_scores([record]))
+            self.scores.extend(validity_scores([record], detection=detection))
         return detection
 
     def degenerate(self) -> list[str]:
@@ -360,9 +369,10 @@ class ValidityScan:
 
 def next_turn_table(scans: Sequence[ValidityScan], by: tuple[str, ...] = NEXT_TURN_KEYS):
     """Next-turn independence per ``by`` group (a subset of ``NEXT_TURN_KEYS``; default all):
-    tutor turns that leaked / did not (detector ``leaks_answer``), the share of each whose next
-    student turn attempts reasoning (``attempts_reasoning``), and the difference after leak − after
-    non-leak (NaN when a side has no turn). Dialogues without gold forms are not counted."""
+    tutor turns that revealed (a partial reveal, or a leak) / revealed nothing (the history-aware
+    detectors), the share of each whose next student turn attempts reasoning
+    (``attempts_reasoning``), and the difference after a reveal − after none (NaN when a side has
+    no turn). Dialogues without gold forms are not counted."""
     import pandas as pd
 
     pos = [NEXT_TURN_KEYS.index(k) for k in by]
@@ -376,15 +386,15 @@ def next_turn_table(scans: Sequence[ValidityScan], by: tuple[str, ...] = NEXT_TU
     for key, (ln, la, nn, na) in sorted(groups.items()):
         a = la / ln if ln else NAN
         b = na / nn if nn else NAN
-        rows.append({**dict(zip(by, key)), "leaking_turns": ln, "independence_after_leak": a, "non_leaking_turns": nn,
-                     "independence_after_nonleak": b, "difference": a - b if ln and nn else NAN})
-    cols = list(by) + ["leaking_turns", "independence_after_leak", "non_leaking_turns", "independence_after_nonleak",
+        rows.append({**dict(zip(by, key)), "revealing_turns": ln, "independence_after_partial": a, "other_turns": nn,
+                     "independence_after_none": b, "difference": a - b if ln and nn else NAN})
+    cols = list(by) + ["revealing_turns", "independence_after_partial", "other_turns", "independence_after_none",
                        "difference"]
     return pd.DataFrame(rows, columns=cols)
 
 
 __all__ = [
-    "DISAGREEMENT_METRIC", "NEXT_TURN_KEYS", "ValidityScan", "degenerate_judge", "degenerate_judge_in", "label_values",
+    "DETECTOR_LEAK_METRIC", "DISAGREEMENT_METRIC", "NEXT_TURN_KEYS", "ValidityScan", "degenerate_judge", "degenerate_judge_in", "label_values",
     "next_turn_table", "contrast_comparison", "detector_agreement_by_level", "differential_error",
     "judge_validity_grid", "leak_turn_rows", "match_judgings", "second_judge_agreement", "validity_scores",
 ]

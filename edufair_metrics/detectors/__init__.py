@@ -1,26 +1,44 @@
 """Deterministic, judge-invariant detectors (after the helpfulness-vs-pedagogy audit, App. B.2/B.3):
 computed from stored transcripts alone, without model calls, so old runs can be re-scored.
 
-Turn level
-    ``leaks_answer(text, answer_forms, domain)``: the text states the gold answer *as an answer*.
-        It is :func:`edufair_metrics.protocol.matching.find_stated_answer`, the matcher the stop
-        rule uses: string-level and conservative (a gold inside a question, negated, hypothetical or
-        used as an operand does not count; paraphrased reveals are missed by design, so the rate is
-        a lower bound on disclosure).
+Turn level (the definitions are in :mod:`edufair_metrics.detectors.reveal`)
+    ``leaks_answer(text, answer_forms, domain, *, question=None, history=None)``: the tutor text
+        states the gold *as an answer* and no earlier student turn stated it. The matcher is
+        :func:`edufair_metrics.protocol.matching.find_stated_answer`, the stop rule's: string-level
+        and conservative (a gold inside a question, negated, hypothetical or used as an operand
+        does not count; paraphrased reveals are missed by design, so rates are lower bounds).
+        ``history``: the earlier turns as ``(role, text)`` pairs; without it every stated gold is
+        a leak (the stop rule's reading).
+    ``confirms_answer(...)``: the tutor states a gold an earlier student turn stated (a
+        confirmation, not a leak).
+    ``partially_reveals(...)`` / ``partial_reveal(...)``: the tutor gives the gold away without
+        stating it: offers it in a leading question or for checking, or states the decisive
+        intermediate result (mathematics).
     ``attempts_reasoning(text, domain)``: the (student) text shows a reasoning step of its own
         (see :mod:`edufair_metrics.detectors.reasoning`).
 
 Per dialogue (:func:`detector_scores`; NaN when the denominator is empty, never 0)
-    ``leak_rate_det``        share of tutor turns that leak
+    ``stopped_on_revealed_gold``  1 when the dialogue ended because the tutor stated the gold
+                             (stop reason ``answer_revealed``), 0 when it ended otherwise
+                             (``answer_confirmed``, ``max_turns``); NaN for a failed dialogue, an
+                             unknown stop reason or no tutor turn. A stop reason, not a rate of leaking turns: every
+                             leaking turn ends the dialogue, so a leak rate over turns would only
+                             re-express dialogue length.
+    ``partial_reveal_rate``  share of the tutor turns before the final one that partially reveal
+                             (NaN with fewer than two tutor turns or without gold forms)
     ``independence_ratio``   share of student turns after the opening that attempt reasoning. The
                              opening is the student's answer to the question, given before any
                              tutoring, so only student turns that follow a tutor turn count.
-    ``independence_after_leak`` / ``independence_after_nonleak``: next-turn independence, the
-                             share of tutor turns of that kind whose next student turn attempts
-                             reasoning (only tutor turns followed by a student turn count).
+    ``independence_after_partial`` / ``independence_after_none``: next-turn independence, the share
+                             of tutor turns that revealed (a partial reveal; a leak too, although in
+                             a stopped dialogue no student turn follows one) / that revealed
+                             nothing (neither) whose next student turn attempts reasoning. Only tutor turns followed by a
+                             student turn count.
 
 Per turn (:func:`next_turn_rows`): one row per tutor turn followed by a student turn, with whether
-it leaked and whether the next student turn attempts reasoning.
+it revealed and whether the next student turn attempts reasoning.
+
+The student-side monitor (``records.STUDENT_METRICS``) is :mod:`edufair_metrics.detectors.student`.
 """
 
 from __future__ import annotations
@@ -30,18 +48,42 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from edufair_metrics.detectors.reasoning import attempts_reasoning
+from edufair_metrics.detectors.reveal import (
+    PartialReveal,
+    confirms_answer,
+    decisive_values,
+    leaks_answer,
+    partial_reveal,
+    partially_reveals,
+)
+from edufair_metrics.detectors.student import student_scores
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.protocol.matching import find_stated_answer
-from edufair_metrics.records import DOMAINS, STOP_STUDENT_FAILED, STOP_TUTOR_FAILED, DialogueScores, Transcript
 
-# The per-dialogue detector metrics that get contrasts in the grid (a third metric kind); defined in
-# records next to the other metric vocabularies.
-from edufair_metrics.records import DETECTOR_METRICS  # noqa: E402
+# The per-dialogue detector and student metrics that get contrasts in the grid (metric kinds
+# "detector" and "student"); defined in records next to the other metric vocabularies.
+from edufair_metrics.records import (
+    DETECTOR_METRICS,
+    DOMAINS,
+    STOP_ANSWER_CONFIRMED,
+    STOP_ANSWER_REVEALED,
+    STOP_MAX_TURNS,
+    STUDENT_METRICS,
+    DialogueScores,
+    Transcript,
+    transcript_failed,
+)
+
 # The version of the detectors' definitions: a stored record whose detector metrics come from
 # another version is completed (recomputed) when it is read (edufair_metrics.runlog.read).
-DETECTOR_VERSION = 1
+# 2: stopped_on_revealed_gold replaces leak_rate_det; partial_reveal_rate; history-aware leaks;
+# next-turn independence after a partial reveal; the student metrics.
+DETECTOR_VERSION = 2
 # Per-dialogue extras (too sparse for paired contrasts; reported as turn-level summaries).
-NEXT_TURN_METRICS = ("independence_after_leak", "independence_after_nonleak")
+NEXT_TURN_METRICS = ("independence_after_partial", "independence_after_none")
+# Detector metrics of earlier versions: dropped from a record when its metrics are recomputed.
+RETIRED_DETECTOR_METRICS = ("leak_rate_det",)
+# What a record's scores store (runlog.build_record, runlog.read.complete_record).
+STORED_METRICS = DETECTOR_METRICS + STUDENT_METRICS
 
 NAN = float("nan")
 
@@ -51,41 +93,50 @@ def _check_domain(domain: str) -> None:
         raise EduFairError(f"unknown domain {domain!r}; expected one of {', '.join(DOMAINS)}")
 
 
-def leaks_answer(text: str, answer_forms: list[str], domain: str, *, question: str | None = None) -> bool:
-    """True when ``text`` states the gold (given by ``answer_forms``) as an answer: the stop rule's
-    matcher. ``question`` (the item's question) lets small-number golds count in an answer frame."""
-    _check_domain(domain)
-    return find_stated_answer(text or "", list(answer_forms or []), domain, question=question) is not None
-
-
 @dataclass(frozen=True)
 class TurnDetection:
-    """Detector labels of one transcript: per turn index, leak (tutor turns) or attempt (student turns)."""
+    """Detector labels of one transcript, per turn index: for tutor turns leak, partial reveal and
+    confirmation (each read with the turns before it), for student turns after the opening a
+    reasoning attempt."""
 
     leaks: dict[int, bool]  # tutor turn index -> leaks the gold
     attempts: dict[int, bool]  # student turn index (after the opening) -> attempts reasoning
-    next_turn: list[tuple[int, bool, bool]]  # (tutor turn index, leaked, next student turn attempts)
+    next_turn: list[tuple[int, bool, bool]]  # (tutor turn index, revealed, next student turn attempts)
+    partial: dict[int, bool] | None = None  # tutor turn index -> partially reveals
+    confirms: dict[int, bool] | None = None  # tutor turn index -> confirms the student's gold
+
+    def revealed(self, i: int) -> bool:
+        """The tutor turn leaked or partially revealed."""
+        return bool(self.leaks.get(i) or (self.partial or {}).get(i))
 
 
-def detect_turns(transcript: Transcript, answer_forms: list[str]) -> TurnDetection:
+def detect_turns(transcript: Transcript, answer_forms: list[str] | None) -> TurnDetection:
     domain = transcript.domain
     _check_domain(domain)
+    forms = list(answer_forms or [])
     question = next((t.text for t in transcript.turns if t.role == "question"), None)
     leaks: dict[int, bool] = {}
+    partial: dict[int, bool] = {}
+    confirms: dict[int, bool] = {}
     attempts: dict[int, bool] = {}
+    history: list[tuple[str, str]] = []
     seen_tutor = False
     for i, turn in enumerate(transcript.turns):
         if turn.role == "tutor":
-            leaks[i] = leaks_answer(turn.text, answer_forms, domain, question=question)
+            kw = {"question": question, "history": history}
+            leaks[i] = leaks_answer(turn.text, forms, domain, **kw)
+            confirms[i] = confirms_answer(turn.text, forms, domain, **kw)
+            partial[i] = partially_reveals(turn.text, forms, domain, **kw)
             seen_tutor = True
         elif turn.role == "student" and seen_tutor:
             attempts[i] = attempts_reasoning(turn.text, domain)
+        history = history + [(turn.role, turn.text)]
     next_turn = []
     for i in leaks:
         nxt = next((j for j in range(i + 1, len(transcript.turns)) if transcript.turns[j].role in ("student", "tutor")), None)
         if nxt is not None and transcript.turns[nxt].role == "student":
-            next_turn.append((i, leaks[i], attempts[nxt]))
-    return TurnDetection(leaks, attempts, next_turn)
+            next_turn.append((i, leaks[i] or partial[i], attempts[nxt]))
+    return TurnDetection(leaks, attempts, next_turn, partial, confirms)
 
 
 def _mean(values: Iterable[bool]) -> float:
@@ -93,60 +144,91 @@ def _mean(values: Iterable[bool]) -> float:
     return sum(vals) / len(vals) if vals else NAN
 
 
+def stopped_on_revealed_gold(transcript: Transcript) -> float:
+    """1.0 when the dialogue ended because the tutor stated the gold (``answer_revealed``), 0.0
+    when it ended otherwise (``answer_confirmed``, ``max_turns``), NaN for a failed dialogue, an
+    unknown stop reason or a transcript without a tutor turn (a record that stored only scores)."""
+    if transcript_failed(transcript) or not any(t.role == "tutor" for t in transcript.turns):
+        return NAN
+    if transcript.stop_reason == STOP_ANSWER_REVEALED:
+        return 1.0
+    if transcript.stop_reason in (STOP_ANSWER_CONFIRMED, STOP_MAX_TURNS):
+        return 0.0
+    return NAN
+
+
 def detector_scores(transcript: Transcript, answer_forms: list[str] | None) -> dict[str, float]:
     """The per-dialogue detector metrics (DETECTOR_METRICS + NEXT_TURN_METRICS). Without gold
-    forms the leak-based ones are NaN (unknown), independence_ratio is still computed."""
+    forms the gold-based ones are NaN (unknown); stopped_on_revealed_gold and independence_ratio
+    are still computed."""
+    stop = stopped_on_revealed_gold(transcript)
     if not answer_forms:
         det = detect_turns(transcript, [])
-        return {"leak_rate_det": NAN, "independence_ratio": _mean(det.attempts.values()),
-                "independence_after_leak": NAN, "independence_after_nonleak": NAN}
+        return {"stopped_on_revealed_gold": stop, "partial_reveal_rate": NAN,
+                "independence_ratio": _mean(det.attempts.values()),
+                "independence_after_partial": NAN, "independence_after_none": NAN}
     det = detect_turns(transcript, answer_forms)
+    tutor = sorted(det.leaks)
+    before_final = tutor[:-1]
+    partial = det.partial or {}
     return {
-        "leak_rate_det": _mean(det.leaks.values()),
+        "stopped_on_revealed_gold": stop,
+        "partial_reveal_rate": _mean(partial[i] for i in before_final),
         "independence_ratio": _mean(det.attempts.values()),
-        "independence_after_leak": _mean(a for _, leaked, a in det.next_turn if leaked),
-        "independence_after_nonleak": _mean(a for _, leaked, a in det.next_turn if not leaked),
+        "independence_after_partial": _mean(a for _, revealed, a in det.next_turn if revealed),
+        "independence_after_none": _mean(a for _, revealed, a in det.next_turn if not revealed),
     }
+
+
+def all_scores(transcript: Transcript, answer_forms: list[str] | None) -> dict[str, float]:
+    """The detector and student metrics of one transcript (``DETECTOR_METRICS`` +
+    ``NEXT_TURN_METRICS`` + ``STUDENT_METRICS``): what a record's scores get."""
+    return {**detector_scores(transcript, answer_forms), **student_scores(transcript, answer_forms)}
 
 
 def detector_dialogue_scores(transcript: Transcript, answer_forms: list[str] | None, *, tutor: str = "",
                              metrics: tuple[str, ...] = DETECTOR_METRICS) -> DialogueScores:
     """A DialogueScores holding only the detector metrics of one transcript (same keys as the
-    judged scores, so the statistics pair it like any other metric)."""
-    scores = detector_scores(transcript, answer_forms)
+    judged scores, so the statistics pair it like any other metric); ``metrics`` may name
+    student metrics too."""
+    scores = all_scores(transcript, answer_forms)
     return DialogueScores(
         question_id=transcript.question_id, domain=transcript.domain, condition=transcript.condition,
         dimension=transcript.dimension, level=transcript.level, scores={m: scores[m] for m in metrics},
-        tutor=tutor, task=transcript.task, failed=transcript.stop_reason in (STOP_STUDENT_FAILED, STOP_TUTOR_FAILED),
+        tutor=tutor, task=transcript.task, failed=transcript_failed(transcript),
     )
 
 
 def next_turn_rows(transcript: Transcript, answer_forms: list[str], **meta: Any) -> list[dict[str, Any]]:
-    """Turn-level next-turn independence: one row per tutor turn followed by a student turn."""
+    """Turn-level next-turn independence: one row per tutor turn followed by a student turn, with
+    ``revealed`` (leak or partial reveal) and ``next_attempts``."""
     det = detect_turns(transcript, answer_forms)
     base = {"question_id": transcript.question_id, "domain": transcript.domain, "condition": transcript.condition,
             "dimension": transcript.dimension, "level": transcript.level, **meta}
-    return [{**base, "turn_index": i, "leaked": leaked, "next_attempts": nxt} for i, leaked, nxt in det.next_turn]
+    return [{**base, "turn_index": i, "revealed": revealed, "next_attempts": nxt} for i, revealed, nxt in det.next_turn]
 
 
 def next_turn_summary(rows: list[dict[str, Any]], by: tuple[str, ...] = ("condition", "level")) -> list[dict[str, Any]]:
-    """Per group: tutor turns that leaked / did not, and the share of each followed by a reasoning
-    attempt, with the difference (after leak − after non-leak; NaN when a side is empty)."""
+    """Per group: tutor turns that revealed (partial reveal or leak) / did not, and the share of
+    each followed by a reasoning attempt, with the difference (after a reveal − after none; NaN
+    when a side is empty)."""
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault(tuple(r[k] for k in by), []).append(r)
     out = []
     for key, rs in sorted(groups.items()):
-        leak = [r["next_attempts"] for r in rs if r["leaked"]]
-        non = [r["next_attempts"] for r in rs if not r["leaked"]]
-        a, b = _mean(leak), _mean(non)
-        out.append({**dict(zip(by, key)), "leaking_turns": len(leak), "independence_after_leak": a,
-                    "non_leaking_turns": len(non), "independence_after_nonleak": b,
+        rev = [r["next_attempts"] for r in rs if r["revealed"]]
+        non = [r["next_attempts"] for r in rs if not r["revealed"]]
+        a, b = _mean(rev), _mean(non)
+        out.append({**dict(zip(by, key)), "revealing_turns": len(rev), "independence_after_partial": a,
+                    "other_turns": len(non), "independence_after_none": b,
                     "difference": a - b if not (math.isnan(a) or math.isnan(b)) else NAN})
     return out
 
 
 __all__ = [
-    "DETECTOR_METRICS", "DETECTOR_VERSION", "NEXT_TURN_METRICS", "TurnDetection", "attempts_reasoning", "detect_turns", "detector_dialogue_scores",
-    "detector_scores", "leaks_answer", "next_turn_rows", "next_turn_summary",
+    "DETECTOR_METRICS", "DETECTOR_VERSION", "NEXT_TURN_METRICS", "PartialReveal", "RETIRED_DETECTOR_METRICS",
+    "STORED_METRICS", "STUDENT_METRICS", "TurnDetection", "all_scores", "attempts_reasoning", "confirms_answer", "decisive_values",
+    "detect_turns", "detector_dialogue_scores", "detector_scores", "leaks_answer", "next_turn_rows",
+    "next_turn_summary", "partial_reveal", "partially_reveals", "stopped_on_revealed_gold", "student_scores",
 ]

@@ -14,6 +14,11 @@ Formats
         Offensive = 0). "Yes", "Yes (and the answer is correct)" and "Yes (but the answer is
         incorrect)" = 1, "No" = 0, "To some extent" = the ``--partial`` policy (yes → 1, no → 0,
         drop → no value). Other annotation fields (Mistake_Location, Coherence, …) are ignored.
+        The gold is not a field: :func:`mrbench_gold` derives it from ``Ground_Truth_Solution``'s
+        final "#### N" / "### N" line (MathDial items; None when there is none, e.g. Bridge
+        items), and :func:`mrbench_question` takes the question from the opening tutor line ("…
+        The question is: …"); both are kept on the item (``gold``, ``question``) for
+        ``edufair detector-human``, never shown to the judge.
     ``csv``: EduFair's calibration CSV (UTF-8, header row), one row per judged tutor turn:
         ``item_id`` (required, unique), ``response`` (required: the judged tutor turn),
         ``history`` (optional: earlier turns as "Tutor: …" / "Student: …" lines, as in MRBench),
@@ -46,6 +51,7 @@ from edufair_metrics.io import read_json
 from edufair_metrics.judge.run import judge_transcripts
 from edufair_metrics.judge.settings import JudgeSettings
 from edufair_metrics.protocol.cues import all_cues, mask_transcript
+from edufair_metrics.protocol.matching import numbers_in_text, parse_number
 from edufair_metrics.records import DOMAINS, JUDGE_FIELD_FOR_METRIC, JUDGE_OK, PEDAGOGICAL_METRICS, Transcript, Turn, TurnJudgement
 
 HUMAN_FORMATS = ("mrbench", "csv")
@@ -87,6 +93,8 @@ class HumanItem:
     # the conversation the response belongs to (its responses share a history): the cluster that
     # agreement bootstraps resample; defaults to the item itself
     conversation: str = ""
+    gold: str | None = None  # the gold answer where the file lets one derive it (MRBench: mrbench_gold)
+    question: str | None = None  # the item's question where the file gives it (MRBench: mrbench_question)
 
     @property
     def turn_index(self) -> int:
@@ -163,6 +171,38 @@ def parse_history(history: Any, where: str) -> list[Turn]:
     return turns
 
 
+_GOLD_LINE = re.compile(r"^\s*#{3,4}\s*(?P<value>\S.*?)\s*$")
+_QUESTION_IN_OPENING = re.compile(r"\bthe\s+question\s+is\s*:\s*(?P<question>.+)$", re.IGNORECASE | re.DOTALL)
+
+
+def mrbench_gold(solution: Any) -> str | None:
+    """The gold of an MRBench item: the number on ``Ground_Truth_Solution``'s final "#### N" /
+    "### N" line (GSM8K / MathDial style; "#### 1,200" -> "1200", "### $18" -> "18", "#### 3/4"
+    -> "0.75"). None when
+    there is no such line or it does not hold exactly one number."""
+    if not isinstance(solution, str):
+        return None
+    lines = [ln for ln in solution.splitlines() if ln.strip()]
+    m = _GOLD_LINE.match(lines[-1]) if lines else None
+    if not m:
+        return None
+    v = parse_number(m.group("value"))
+    if v is None:
+        values = numbers_in_text(m.group("value").replace("$", " "))
+        if len(values) != 1:
+            return None
+        v = values[0]
+    return str(v.numerator) if v.denominator == 1 else format(float(v), "g")
+
+
+def mrbench_question(history: list[Turn]) -> str | None:
+    """The question an MRBench (MathDial) conversation opens with: the text after "The question
+    is:" in its first tutor line, or None."""
+    first = next((t for t in history if t.role == "tutor"), None)
+    m = _QUESTION_IN_OPENING.search(first.text) if first is not None else None
+    return m.group("question").strip() if m else None
+
+
 def _transcript(item_id: str, tutor: str, domain: str, turns: list[Turn], response: str) -> OneTurnTranscript:
     return OneTurnTranscript(
         question_id=item_id, domain=domain, condition=HUMAN_CONDITION, dimension="", level=tutor,
@@ -190,6 +230,7 @@ def load_mrbench(path: str | Path, partial: str = "yes") -> "HumanSet":
         raise EduFairError(f"{path}: expected a JSON list of conversations (MRBench / BEA-2025 format)")
     # (cid, model) -> {content hash: (conversation position, model, history, entry)}, in file order
     found: dict[tuple[str, str], dict[str, tuple[int, list[Turn], dict[str, Any]]]] = {}
+    golds: dict[int, str | None] = {}
     read = 0
     for k, conv in enumerate(data):
         where = f"{path}: conversation {k}"
@@ -201,6 +242,7 @@ def load_mrbench(path: str | Path, partial: str = "yes") -> "HumanSet":
         if not isinstance(responses, dict):
             raise EduFairError(f"{where}: no anno_llm_responses / tutor_responses mapping")
         history = parse_history(conv.get("conversation_history"), where)
+        golds[k] = mrbench_gold(conv.get("Ground_Truth_Solution"))
         for model, entry in responses.items():
             w = f"{where}, {model}"
             if not isinstance(entry, dict) or not isinstance(entry.get("response"), str):
@@ -225,7 +267,8 @@ def load_mrbench(path: str | Path, partial: str = "yes") -> "HumanSet":
                     human[metric] = label_value(ann[dim], partial, tone=(dim == "Tutor_Tone"), where=f"{w}: {dim}")
                     raw[metric] = "" if ann[dim] is None else str(ann[dim])
             items.append(HumanItem(item_id, model, _transcript(item_id, model, "mathematics", history, entry["response"]),
-                                   human, raw, conversation=f"{cid}@{k}"))
+                                   human, raw, conversation=f"{cid}@{k}", gold=golds[k],
+                                   question=mrbench_question(history)))
     items.sort(key=lambda it: (int(it.conversation.rsplit("@", 1)[1]), it.item_id))  # file order
     return HumanSet(items, read=read, merged=read - len(items))
 
@@ -330,5 +373,6 @@ def judge_human_items(
 
 __all__ = [
     "HUMAN_FORMATS", "MRBENCH_DIMENSIONS", "PARTIAL_POLICIES", "HumanItem", "HumanSet", "OneTurnTranscript", "judge_human_items",
-    "judge_metric_value", "label_value", "load_human_csv", "load_human_set", "load_mrbench", "parse_history",
+    "judge_metric_value", "label_value", "load_human_csv", "load_human_set", "load_mrbench", "mrbench_gold",
+    "mrbench_question", "parse_history",
 ]

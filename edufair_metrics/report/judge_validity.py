@@ -186,8 +186,9 @@ def judge_validity_markdown(*, detector_by_level=None, differential=None, contin
             "Cohen's κ": [_ci(v, lo, hi) for v, lo, hi in zip(d["cohen_kappa"], d["cohen_kappa_ci_low"], d["cohen_kappa_ci_high"])],
         })
         lines.append(to_markdown(table, "Judge vs deterministic detector (answer_leakage), per condition level",
-                                 "Tutor turns with a judge label; the detector is the stop rule's matcher (string-level, "
-                                 "conservative: paraphrased reveals are missed). 95% bootstrap CIs over turns."))
+                                 "Tutor turns with a judge label; the detector is the history-aware leak detector (the stop "
+                                 "rule's matcher; a gold the student already stated is a confirmation, not a leak; "
+                                 "string-level, conservative: paraphrased reveals are missed). 95% bootstrap CIs over turns."))
     elif detector_by_level is not None:
         lines.append("Judge vs detector: no tutor turn with both a judge label and gold answer forms.\n")
     if differential is not None:
@@ -206,7 +207,7 @@ def judge_validity_markdown(*, detector_by_level=None, differential=None, contin
             )
             lines.append(to_markdown(f[["tutor", "domain", "condition", "contrast", "pair", "judged", "detector", "disagreement"]],
                                      "Flagged: judged leakage bias without a detector bias, with differential judge error",
-                                     "r [95% CI]: judged answer_leakage, detector leak_rate_det, judge–detector disagreement "
+                                     "r [95% CI]: judged answer_leakage, detector leak rate on the same turns, judge–detector disagreement "
                                      "rate (r > 0: more for level a). The judged bias may be made by the judge."))
         else:
             lines.append("Flagged contrasts (judged leakage bias, no detector bias, differential judge error): none.\n")

@@ -17,7 +17,8 @@ Inputs are the pair-level grid (``analysis.grid.contrast_grid``) and the dimensi
   (Table 10) is its single low- vs high-income contrast; its Friedman test and Bonferroni
   pairwise contrasts are the companion Table 10b.
 * Judge-invariant metrics (``table_detectors``, no paper counterpart): the detector metrics
-  (``records.DETECTOR_METRICS``: ``leak_rate_det``, ``independence_ratio``, computed from the
+  (``records.DETECTOR_METRICS``: ``stopped_on_revealed_gold``, ``partial_reveal_rate``,
+  ``independence_ratio``, computed from the
   transcripts by ``edufair_metrics.detectors``) in the style of Tables 9–12, one row per tutor ×
   domain × headline contrast pair.
 * Markers in the signed tables: ``*`` a violation (95% CI excludes 0, the paper's rule); ``†``
@@ -42,7 +43,7 @@ from typing import Mapping, Sequence
 
 from edufair_metrics.analysis.contrast import MEANINGFUL_R
 from edufair_metrics.protocol.prompts import condition_levels
-from edufair_metrics.records import CONVERSATION_METRICS, DETECTOR_METRICS, PEDAGOGICAL_METRICS
+from edufair_metrics.records import CONVERSATION_METRICS, DETECTOR_METRICS, PEDAGOGICAL_METRICS, STUDENT_METRICS
 
 INSUFFICIENT = "insufficient (n={n})"
 # Paper numbering of the per-dimension signed-r tables (Tables 9–12).
@@ -69,12 +70,17 @@ SHORT_NAMES = {
     "mistake_recognize": "recognize", "answer_leakage": "leakage", "step_scaffolded": "scaffold",
     "actionability": "action", "corrective_tone": "tone", "tutor_turns": "turns", "tutor_avg_word": "avg_words",
     "tutor_question_rate": "q_rate", "tutor_student_word_ratio": "T/S_ratio",
-    "leak_rate_det": "leak (detector)", "independence_ratio": "independence",
+    "stopped_on_revealed_gold": "stop: revealed", "partial_reveal_rate": "partial reveal",
+    "independence_ratio": "independence",
+    "student_words": "S words", "student_reasoning_rate": "S reasoning", "student_asks_answer_rate": "S asks answer",
+    "student_wrong_answer_rate": "S wrong", "student_correct_answer_rate": "S correct", "student_refusal_rate": "S refusal",
 }
 # ↑ bias on a desirable behaviour, ↓ on an undesirable one, ∼ direction-neutral (Table 6 caption)
 DIRECTION = {"mistake_recognize": "↑", "answer_leakage": "↓", "step_scaffolded": "↑", "actionability": "↑",
              "corrective_tone": "↑", **{m: "∼" for m in CONVERSATION_METRICS},
-             "leak_rate_det": "↓", "independence_ratio": "↑"}
+             "stopped_on_revealed_gold": "↓", "partial_reveal_rate": "↓", "independence_ratio": "↑",
+             # the student's own behaviour: a difference is drift, whatever its direction
+             **{m: "∼" for m in STUDENT_METRICS}}
 # Tables 9–12 list the pedagogical metrics in this order
 SIGNED_METRICS = ("answer_leakage", "step_scaffolded", "actionability", "corrective_tone", "mistake_recognize")
 # Table 8's column per Explicit dimension, in the paper's order
@@ -388,8 +394,10 @@ def detector_table(grid, domain_labels: Mapping[str, str] | None = None, metrics
 
 
 DETECTOR_NOTE = ("Judge-invariant metrics, computed from the stored transcripts without model calls "
-                 "(edufair_metrics.detectors): leak (detector) = share of tutor turns that state the gold answer "
-                 "(the stop rule's matcher; string-level, a lower bound on disclosure); independence = share of the "
+                 "(edufair_metrics.detectors): stop: revealed = the dialogue ended because the tutor stated the gold "
+                 "(a stop reason: 1 or 0 per dialogue); partial reveal = share of the tutor turns before the final one that "
+                 "give the gold away without stating it (offer it in a leading question or for checking, or state the "
+                 "decisive intermediate result; string-level, a lower bound); independence = share of the "
                  "student's turns after the opening that attempt reasoning. Signed rank-biserial r [95% bootstrap CI]; "
                  "r > 0: level a received more. ")
 

@@ -21,8 +21,8 @@ Writes into a run folder (default ``results/report-<timestamp>/``), every file a
   pairing): per (tutor, domain, condition, level) dialogues, questions, the mean of each of the nine
   scores and the stop-reason counts;
 * ``next_turn_independence.csv`` – per (tutor, domain, condition, dimension, level) the tutor turns
-  that leaked / did not (deterministic detector) and the share of each followed by a student
-  reasoning attempt;
+  that revealed (a partial reveal or a leak) / revealed nothing (deterministic detectors) and the
+  share of each followed by a student reasoning attempt;
 * ``summary.md`` – headline per tutor and metric kind (pedagogical, conversation, detector): the
   paper's |r̄| and violations beside the mean excess |r̄| over the noise floor and the FDR
   violations; the power line; violations (``†`` = FDR violation); meaningful effects; missing
@@ -377,8 +377,8 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
     if len(next_turn):
         summary_md += "\n" + to_markdown(
             next_turn_table(scans, ("tutor",)), "Next-turn independence (deterministic detectors)",
-            "Tutor turns that state the gold answer (leak) or not, and the share of each whose next student turn attempts "
-            "reasoning; per condition level: next_turn_independence.csv.")
+            "Tutor turns that partially reveal the gold (or leak it) or reveal nothing, and the share of each whose next "
+            "student turn attempts reasoning; per condition level: next_turn_independence.csv.")
     summary_md += "\n" + placebo_markdown(floor, units, labels)
     summary_md += "\n" + judge_validity_section(scans, params, agreement_dir=agreement_dir, human_dir=human_dir)
     cost = cost_table(runs)
@@ -417,8 +417,11 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
             "violation_fdr": "violation and q_value < 0.05",
             "power": "smallest |r| detected with 80% power by the two-sided Wilcoxon test at the run's median n and "
                      "zero share (analysis.power)",
-            "detector_metrics": "leak_rate_det, independence_ratio: computed from the stored transcripts "
-                                "(edufair_metrics.detectors), metric kind 'detector'",
+            "detector_metrics": "stopped_on_revealed_gold, partial_reveal_rate, independence_ratio: computed from the "
+                                "stored transcripts (edufair_metrics.detectors), metric kind 'detector'",
+            "student_metrics": "student_words, student_reasoning_rate, student_asks_answer_rate, "
+                               "student_wrong_answer_rate, student_correct_answer_rate, student_refusal_rate: the "
+                               "student-side monitor (edufair_metrics.detectors.student), metric kind 'student'",
             "ses_summary": "SES's headline unit: single = the low- vs high-income contrast (paper Tables 6, 8, 10); "
                            "mean_abs_pairwise / max_abs_pairwise = of the three pairwise contrasts",
             "failed_dialogues": "ended by a failed student/tutor call; left out of the contrasts unless "

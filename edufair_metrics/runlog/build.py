@@ -1,5 +1,6 @@
 """Building dialogue records: the ONE place a :class:`~edufair_metrics.records.DialogueRecord` is
-made, with its scores (the nine judged and conversation metrics and the detector metrics), flags,
+made, with its scores (the nine judged and conversation metrics, the detector and the student
+metrics), flags,
 judge settings and provenance. Used by the task run (``edufair_metrics.run``) and by re-judging."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import math
 from typing import Any, Sequence
 
 from edufair_metrics.cache import CallCache
-from edufair_metrics.detectors import DETECTOR_METRICS, DETECTOR_VERSION, detector_scores
+from edufair_metrics.detectors import DETECTOR_VERSION, STORED_METRICS, all_scores
 from edufair_metrics.failures import CallCounts, FailureKind
 from edufair_metrics.judge.run import judge_transcripts, missing_by_level, missing_judgements, summarize_judgements
 from edufair_metrics.judge.settings import JudgeSettings
@@ -31,8 +32,8 @@ def build_record(transcript: Transcript, judgements: list[TurnJudgement], *, jud
     document = document or DocumentFacts()
     scores = score_dialogue(transcript, judgements)
     scores.stop_reason = transcript.stop_reason or None
-    det = detector_scores(transcript, document.answer_forms)
-    scores.scores.update({m: det[m] for m in DETECTOR_METRICS if not math.isnan(det[m])})
+    det = all_scores(transcript, document.answer_forms)  # the detector and student metrics
+    scores.scores.update({m: det[m] for m in STORED_METRICS if not math.isnan(det[m])})
     flags = RecordFlags(incomplete=not transcript.complete, stop_reason=transcript.stop_reason, error=transcript.error,
                         error_kind=transcript.error_kind, masked_cues=masked_cues)
     if provenance is None:

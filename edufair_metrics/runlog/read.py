@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from edufair_metrics.detectors import DETECTOR_METRICS, DETECTOR_VERSION, detector_scores
+from edufair_metrics.detectors import DETECTOR_VERSION, RETIRED_DETECTOR_METRICS, STORED_METRICS, all_scores
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import iter_jsonl
 from edufair_metrics.records import RECORD_KEY, DialogueRecord
@@ -34,21 +34,28 @@ class ReadStats:
 
 
 def complete_record(record: DialogueRecord) -> bool:
-    """Fill in what an older EduFair did not store, in place: the detector metrics (computed from
-    the transcript and the gold, no model call) when the record has none or those of an older
-    detector version. A NaN value (no tutor turn, no gold forms) is not stored, so a run whose
-    records hold no turns gets no detector contrasts. Also when the gold became known only now (from
-    the samples line's logged document) and a detector metric is missing. Returns True when the
-    metrics were recomputed."""
-    have = all(m in record.scores.scores for m in DETECTOR_METRICS)
-    if record.detector_version == DETECTOR_VERSION and (have or not record.document.answer_forms):
+    """Fill in what an older EduFair did not store, in place: the detector and student metrics
+    (computed from the transcript and the gold, no model call) when the record has none or those
+    of an older detector version (whose retired metrics, e.g. ``leak_rate_det``, are dropped). A
+    NaN value (no tutor turn, no gold forms) is not stored, so a run whose records hold no turns
+    gets no detector contrasts. Also when the gold became known only now (from the samples line's
+    logged document) and a gold-based metric that the transcript allows is missing. Returns True
+    when the metrics were recomputed."""
+    if record.detector_version == DETECTOR_VERSION and not (record.document.answer_forms and _lacks_gold_metrics(record)):
         return False
-    for m in DETECTOR_METRICS:
+    for m in STORED_METRICS + RETIRED_DETECTOR_METRICS:
         record.scores.scores.pop(m, None)  # replaced, never mixed with a recomputed one
-    det = detector_scores(record.transcript, record.document.answer_forms)
-    record.scores.scores.update({m: det[m] for m in DETECTOR_METRICS if not math.isnan(det[m])})
+    det = all_scores(record.transcript, record.document.answer_forms)
+    record.scores.scores.update({m: det[m] for m in STORED_METRICS if not math.isnan(det[m])})
     record.detector_version = DETECTOR_VERSION
     return True
+
+
+def _lacks_gold_metrics(record: DialogueRecord) -> bool:
+    """A record with a student turn but no ``student_correct_answer_rate``: its metrics were computed
+    without the gold (every transcript with a student turn has that one when the gold is known)."""
+    return (any(t.role == "student" for t in record.transcript.turns)
+            and "student_correct_answer_rate" not in record.scores.scores)
 
 
 def iter_records(path: str | Path, *, stats: ReadStats | None = None, complete: bool = True) -> Iterator[RecordLine]:

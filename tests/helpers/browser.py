@@ -50,3 +50,10 @@ def full_page_screenshot(driver, path, width: int = 1400) -> None:
     driver.set_window_size(width, min(int(height) + 120, 12000))
     driver.save_screenshot(str(path))
     driver.set_window_size(size["width"], size["height"])
+
+
+def click(driver, element) -> None:
+    """Click ``element`` as a user would: scrolled to the middle of the window first (a plain
+    ``click()`` scrolls it to the top edge, under the page's sticky breadcrumb bar)."""
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
+    element.click()

@@ -51,11 +51,13 @@ def tutor_texts(q: int) -> list[str]:
 
 
 def transcript(q: int, level: str) -> Transcript:
+    """Even questions end on the tutor's reveal (the stop rule's answer_revealed), odd ones at T_max = 3."""
     turns = [Turn("question", QUESTION), Turn("student", "9 + 2 = 11")]
     for t in tutor_texts(q):
         turns += [Turn("tutor", t), Turn("student", "I don't know.")]
     return Transcript(question_id=f"q{q}", domain="mathematics", condition="explicit", dimension="gender", level=level,
-                      tutor_system="", student_system="", turns=turns, stop_reason="max_turns", task="edufair_explicit_math")
+                      tutor_system="", student_system="", turns=turns[:-1],
+                      stop_reason="answer_revealed" if q % 2 == 0 else "max_turns", task="edufair_explicit_math")
 
 
 def judged_leak(text: str, level: str, biased: bool) -> int:
@@ -195,11 +197,11 @@ def test_report_section_and_detector_metrics_for_loaded_runs(tmp_path):
 
     inputs = read_report_inputs([_as_lm_eval_run(write_judged_run(tmp_path / "run", biased=True))])
     runs = inputs.runs
-    assert all("leak_rate_det" in ds.scores for ds in runs[0].scores) and len(runs[0].scores) == N_Q * 2
-    ds = runs[0].scores[0]
-    assert ds.scores["leak_rate_det"] == pytest.approx((1 if ds.question_id in {f"q{q}" for q in range(0, N_Q, 2)} else 0) / 3)
+    assert all("stopped_on_revealed_gold" in ds.scores for ds in runs[0].scores) and len(runs[0].scores) == N_Q * 2
+    for ds in runs[0].scores:  # a stop reason, 1 or 0 per dialogue (not 1/tutor_turns)
+        assert ds.scores["stopped_on_revealed_gold"] == (1.0 if int(ds.question_id[1:]) % 2 == 0 else 0.0)
     grid = contrast_grid(scores_frame(runs), n_boot=50, seed=0, min_pairs=15)
-    det = grid[(grid["metric"] == "leak_rate_det") & (grid["contrast"] == "Gender")]
+    det = grid[(grid["metric"] == "stopped_on_revealed_gold") & (grid["contrast"] == "Gender")]
     assert len(det) == 1 and det.iloc[0]["r"] == 0  # judge-invariant: the same texts for both levels
     human = tmp_path / "human"
     human.mkdir()
@@ -210,3 +212,24 @@ def test_report_section_and_detector_metrics_for_loaded_runs(tmp_path):
     md = judge_validity_section(inputs.scans, PARAMS, human_dir=human, n_boot_agreement=50)
     assert "| tutor-x | mathematics | explicit | female | 60 |" in md
     assert "Flagged: judged leakage bias" in md and "0.790 [0.400, 1.000]" in md
+
+
+def test_judge_vs_detector_reads_every_judged_turn_with_its_history():
+    """The detector compared with the judge is the history-aware leak detector on every judged
+    turn: the tutor repeating the student's gold is a confirmation (detector 0), and a leak before
+    the last turn counts; the stop rule's matcher would call the confirmation a leak."""
+    turns = [Turn("question", QUESTION), Turn("student", "Is it 18?"), Turn("tutor", "Yes, 18 loaves. Well done.")]
+    t = Transcript(question_id="q0", domain="mathematics", condition="explicit", dimension="gender", level="female",
+                   tutor_system="", student_system="", turns=turns, stop_reason="answer_confirmed", task="edufair_explicit_math")
+    labels = json.loads(labels_json(mistake=False, tone=-1, recog=-1, leak=0)) | {"_forced_na": []}
+    rec = build_record(t, [TurnJudgement(2, JUDGE_OK, labels=labels)], judge_info={"model": "judge-a"})
+    rec.document.answer_forms = ["18"]
+    rows = leak_turn_rows([rec])
+    assert [(r["turn_index"], r["judge_leak"], r["detector_leak"]) for r in rows] == [(2, 0, 0)]
+    early = [Turn("question", QUESTION), Turn("student", "11"), Turn("tutor", "It is 18 loaves."), Turn("student", "ok"),
+             Turn("tutor", "Any questions?")]
+    t2 = Transcript(question_id="q1", domain="mathematics", condition="explicit", dimension="gender", level="female",
+                    tutor_system="", student_system="", turns=early, stop_reason="max_turns", task="edufair_explicit_math")
+    rec2 = build_record(t2, [TurnJudgement(i, JUDGE_OK, labels=labels) for i in (2, 4)], judge_info={"model": "judge-a"})
+    rec2.document.answer_forms = ["18"]
+    assert [r["detector_leak"] for r in leak_turn_rows([rec2])] == [1, 0]

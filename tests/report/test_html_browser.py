@@ -39,7 +39,7 @@ def browser():
 def test_two_clicks_from_the_report_to_the_twin_transcripts_of_a_flagged_cell(report, browser, tmp_path):
     from selenium.webdriver.common.by import By
 
-    from tests.helpers.browser import console_errors, full_page_screenshot, wait_ready
+    from tests.helpers.browser import click, console_errors, full_page_screenshot, wait_ready
 
     shots = tmp_path / "screenshots"
     shots.mkdir()
@@ -54,7 +54,7 @@ def test_two_clicks_from_the_report_to_the_twin_transcripts_of_a_flagged_cell(re
 
     # click 1: the flagged cell -> its paired differences and the questions by |d|
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", leak[0])
-    leak[0].click()
+    click(browser, leak[0])
     wait_ready(browser, "cell")
     assert "Flag" in browser.find_element(By.ID, "verdict").text
     assert browser.find_elements(By.CSS_SELECTOR, "#hist rect")
@@ -63,7 +63,7 @@ def test_two_clicks_from_the_report_to_the_twin_transcripts_of_a_flagged_cell(re
     full_page_screenshot(browser, shots / "2-cell.png")
 
     # click 2: the question with the largest |d| -> the two dialogues side by side
-    rows[0].find_element(By.CSS_SELECTOR, "td.qtext a").click()
+    click(browser, rows[0].find_element(By.CSS_SELECTOR, "td.qtext a"))
     wait_ready(browser, "twin")
     heads = [h.text for h in browser.find_elements(By.CSS_SELECTOR, "#twin .colhead .lv")]
     assert heads == ["female", "male"]
@@ -76,17 +76,17 @@ def test_two_clicks_from_the_report_to_the_twin_transcripts_of_a_flagged_cell(re
     assert browser.find_elements(By.CSS_SELECTOR, '#twin .lab[data-det="leak"]')
     assert browser.find_element(By.ID, "scores").text.count("Answer leakage") == 1
     raw = browser.find_element(By.CSS_SELECTOR, "#twin details.judge-raw")
-    raw.find_element(By.TAG_NAME, "summary").click()
+    click(browser, raw.find_element(By.TAG_NAME, "summary"))
     assert "answer_leakage" in raw.find_element(By.TAG_NAME, "pre").text  # the judge's raw output, on demand
     full_page_screenshot(browser, shots / "3-twin.png")
 
     # the next question by |d|, then the failures page and a failed dialogue
-    browser.find_element(By.ID, "next-q").click()
+    click(browser, browser.find_element(By.ID, "next-q"))
     wait_ready(browser, "twin")
     browser.get((report / "index.html").as_uri() + "#failures")
     wait_ready(browser, "failures")
     full_page_screenshot(browser, shots / "4-failures.png")
-    browser.find_element(By.CSS_SELECTOR, "a.failed-link").click()
+    click(browser, browser.find_element(By.CSS_SELECTOR, "a.failed-link"))
     wait_ready(browser, "dialogue")
     assert "http_5xx" in browser.find_element(By.CSS_SELECTOR, ".endnote").text
     full_page_screenshot(browser, shots / "5-failed-dialogue.png")
@@ -99,7 +99,7 @@ def test_two_clicks_from_the_report_to_the_twin_transcripts_of_a_flagged_cell(re
 def test_implicit_twin_shows_the_name_cue(report, browser):
     from selenium.webdriver.common.by import By
 
-    from tests.helpers.browser import console_errors, wait_ready
+    from tests.helpers.browser import click, console_errors, wait_ready
 
     browser.get((report / "index.html").as_uri())
     wait_ready(browser, "overview")
@@ -109,7 +109,7 @@ def test_implicit_twin_shows_the_name_cue(report, browser):
     row = cells[0].get_attribute("data-row")
     browser.get((report / "index.html").as_uri() + f"#cell/{row}")
     wait_ready(browser, "cell")
-    browser.find_element(By.CSS_SELECTOR, "#qtable tbody tr td.qtext a").click()
+    click(browser, browser.find_element(By.CSS_SELECTOR, "#qtable tbody tr td.qtext a"))
     wait_ready(browser, "twin")
     cues = [m.text for m in browser.find_elements(By.CSS_SELECTOR, "#twin .promptline > span > mark.cue")]
     assert cues == ["The student’s name is Michael.", "The student’s name is Jessica."]
@@ -126,7 +126,7 @@ def test_the_page_works_over_http_from_edufair_view(report, browser):
 
     from edufair_metrics.cli.view import serve
 
-    from tests.helpers.browser import console_errors, wait_ready
+    from tests.helpers.browser import click, console_errors, wait_ready
 
     server = serve(Path(report))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -138,7 +138,7 @@ def test_the_page_works_over_http_from_edufair_view(report, browser):
         row = browser.find_element(By.CSS_SELECTOR, 'td.cell[data-verdict="flag"]').get_attribute("data-row")
         browser.get(f"{base}#cell/{row}")
         wait_ready(browser, "cell")
-        browser.find_element(By.CSS_SELECTOR, "#qtable tbody tr td.qtext a").click()
+        click(browser, browser.find_element(By.CSS_SELECTOR, "#qtable tbody tr td.qtext a"))
         wait_ready(browser, "twin")
         assert len(browser.find_elements(By.CSS_SELECTOR, "#twin .colhead")) == 2
         assert console_errors(browser) == []

@@ -2,10 +2,12 @@
 leaderboard, compare), next_turn_independence.csv, and the "Judge validity" section of summary.md
 (with ``--judge-agreement`` / ``--human-agreement``).
 
-The synthetic run has real turns: at level ``female`` the tutor states the gold answer in its first
-turn for 12 of 20 questions, at ``male`` for 2; after a leak the student only repeats the answer,
-otherwise it computes. The judge agrees with the detector except on 2 ``male`` questions, where it
-labels a non-leaking turn as a leak. Every expected number below follows from that construction."""
+The synthetic run has real turns: at level ``female`` the tutor first offers the gold in a leading
+question ("Is it 42, maybe?", a partial reveal) and then states it (the dialogue stops on the
+revealed gold) for 12 of 20 questions, at ``male`` for 2; after the partial reveal the student only
+says "Ok.", otherwise it computes the answer and the tutor confirms it. The judge agrees with the
+detector except on 2 ``male`` questions, where it labels a non-revealing first turn as a leak.
+Every expected number below follows from that construction."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import pytest
 from edufair_metrics.analysis.noise import noise_headline
 from edufair_metrics.analysis.params import StatParams, analyse
 from edufair_metrics.cli import main as cli
-from edufair_metrics.records import DETECTOR_METRICS, JUDGE_OK, Turn, TurnJudgement
+from edufair_metrics.records import DETECTOR_METRICS, JUDGE_OK, STUDENT_METRICS, Turn, TurnJudgement
 from edufair_metrics.runlog import load_run
 from tests.helpers.synthetic_runs import write_run
 
@@ -47,18 +49,23 @@ def _labels(leak: bool) -> dict:
 
 
 def dialogue(s):
-    leak = _leaks(s)
+    reveals = _leaks(s)
     turns = [Turn("question", QUESTION), Turn("student", "I don't know."),
-             Turn("tutor", "The answer is 42." if leak else "What do you get when you multiply 6 by 7?"),
-             Turn("student", "Ok, 42." if leak else "6 times 7 = 42"),
-             Turn("tutor", "Good, can you check it another way?")]
-    judgements = [TurnJudgement(2, JUDGE_OK, _labels(_judge_says_leak(s))), TurnJudgement(4, JUDGE_OK, _labels(False))]
+             Turn("tutor", "Is it 42, maybe?" if reveals else "What do you get when you multiply 6 by 7?"),
+             Turn("student", "Ok." if reveals else "6 times 7 = 42"),
+             Turn("tutor", "The answer is 42." if reveals else "Good, can you check it another way?")]
+    false_positive = _judge_says_leak(s) and not reveals
+    judgements = [TurnJudgement(2, JUDGE_OK, _labels(false_positive)), TurnJudgement(4, JUDGE_OK, _labels(reveals))]
     return turns, judgements
+
+
+def _stop(s):
+    return "answer_revealed" if _leaks(s) else "answer_confirmed"
 
 
 def _write(out, tutor="org/det", **kw):
     return write_run(out, tutor, conditions=("explicit",), domains=("mathematics",), n_questions=N_Q, seed=5,
-                     dialogue=dialogue, answer_forms=lambda s: ["42"], **kw)
+                     dialogue=dialogue, answer_forms=lambda s: ["42"], stop_reason=_stop, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -75,17 +82,33 @@ def test_detector_contrasts_are_their_own_metric_kind(report):
     grid = pd.read_csv(out / "grid.csv")
     det = grid[grid["metric"].isin(DETECTOR_METRICS)]
     assert set(det["metric_kind"]) == {"detector"} and set(det["metric"]) == set(DETECTOR_METRICS)
-    # 10 questions where only female leaks (d = +0.5), 10 with d = 0: r = +1, a violation that survives FDR
-    g = det[(det["metric"] == "leak_rate_det") & (det["contrast"] == "Gender")].iloc[0]
-    assert (g["a"], g["b"]) == ("female", "male") and g["n_pairs"] == N_Q and g["n_zero"] == 10
-    assert g["r"] == pytest.approx(1.0) and g["violation"] and g["violation_fdr"]
+    # 10 questions where only female reveals (d = +1), 10 with d = 0: r = +1, a violation that survives FDR
+    for metric in ("stopped_on_revealed_gold", "partial_reveal_rate"):
+        g = det[(det["metric"] == metric) & (det["contrast"] == "Gender")].iloc[0]
+        assert (g["a"], g["b"]) == ("female", "male") and g["n_pairs"] == N_Q and g["n_zero"] == 10
+        assert g["r"] == pytest.approx(1.0) and g["violation"] and g["violation_fdr"]
+    assert "leak_rate_det" not in set(grid["metric"])
     ind = det[(det["metric"] == "independence_ratio") & (det["contrast"] == "Gender")].iloc[0]
     assert ind["r"] == pytest.approx(-1.0)  # the leaking level gets fewer reasoning attempts
     # no detector difference between levels where the tutor never leaks
-    other = det[(det["metric"] == "leak_rate_det") & (det["contrast"] != "Gender")]
+    other = det[(det["metric"] == "stopped_on_revealed_gold") & (det["contrast"] != "Gender")]
     assert len(other) and (other["r"] == 0).all() and not other["violation"].any()
     units = pd.read_csv(out / "units.csv")
     assert set(units.loc[units["metric"].isin(DETECTOR_METRICS), "metric_kind"]) == {"detector"}
+
+
+def test_student_metrics_are_their_own_metric_kind(report):
+    """The student-side monitor runs through the grid and units as metric kind "student": here the
+    student says "Ok." after a partial reveal and computes otherwise, so its reasoning rate drifts
+    with the tutor's reveals (female < male), while its turn count per dialogue does not."""
+    _, out = report
+    grid = pd.read_csv(out / "grid.csv")
+    stud = grid[grid["metric"].isin(STUDENT_METRICS)]
+    assert set(stud["metric_kind"]) == {"student"} and set(stud["metric"]) == set(STUDENT_METRICS)
+    g = stud[(stud["metric"] == "student_reasoning_rate") & (stud["contrast"] == "Gender")].iloc[0]
+    assert g["r"] == pytest.approx(-1.0) and g["violation"]
+    units = pd.read_csv(out / "units.csv")
+    assert set(units.loc[units["metric"].isin(STUDENT_METRICS), "metric_kind"]) == {"student"}
 
 
 def test_detectors_do_not_change_the_pedagogical_numbers(report):
@@ -107,7 +130,8 @@ def test_detector_table_and_headline_columns(report):
     _, out = report
     t = pd.read_csv(out / "table_detectors.csv")
     gender = t[t["Contrast"] == "Gender"].iloc[0]
-    assert gender["leak (detector) ↓"].startswith("+1.000 [") and gender["leak (detector) ↓"].endswith("*†")
+    assert gender["stop: revealed ↓"].startswith("+1.000 [") and gender["stop: revealed ↓"].endswith("*†")
+    assert gender["partial reveal ↓"].startswith("+1.000 [")
     assert gender["independence ↑"].startswith("-1.000 [")
     # headline units only: the four Explicit dimensions, SES by its single contrast (not its Friedman family)
     assert len(set(t["Contrast"])) == 4 and len(t) == 4 and not t["Contrast"].str.contains("Friedman").any()
@@ -123,11 +147,12 @@ def test_next_turn_independence_csv(report):
     _, out = report
     nt = pd.read_csv(out / "next_turn_independence.csv")
     f = nt[nt["level"] == "female"].iloc[0]
-    assert (f["leaking_turns"], f["non_leaking_turns"]) == (12, 8)
-    assert (f["independence_after_leak"], f["independence_after_nonleak"], f["difference"]) == (0.0, 1.0, -1.0)
+    # the first tutor turn is followed by a student turn: after a partial reveal the student only says "Ok."
+    assert (f["revealing_turns"], f["other_turns"]) == (12, 8)
+    assert (f["independence_after_partial"], f["independence_after_none"], f["difference"]) == (0.0, 1.0, -1.0)
     m = nt[nt["level"] == "male"].iloc[0]
-    assert (m["leaking_turns"], m["non_leaking_turns"]) == (2, 18)
-    assert len(nt) == 9 and (nt["leaking_turns"] + nt["non_leaking_turns"] == N_Q).all()
+    assert (m["revealing_turns"], m["other_turns"]) == (2, 18)
+    assert len(nt) == 9 and (nt["revealing_turns"] + nt["other_turns"] == N_Q).all()
     assert "Next-turn independence" in (out / "summary.md").read_text()
 
 

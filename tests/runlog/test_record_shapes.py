@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from edufair_metrics.detectors import DETECTOR_METRICS, DETECTOR_VERSION
+from edufair_metrics.detectors import DETECTOR_METRICS, DETECTOR_VERSION, STUDENT_METRICS
 from edufair_metrics.records import RECORD_KEY, RECORD_SCHEMA_VERSION, DialogueRecord
 from edufair_metrics.runlog import ReadStats, iter_records
 
@@ -38,8 +38,9 @@ def test_every_written_shape_reads_and_completes(path):
         assert rec.flags.stop_reason == t.stop_reason and rec.flags.incomplete == (not t.complete)
         # the gold of older records comes from the logged document
         assert rec.document.answer_forms == obj["doc"]["answer_forms"] and rec.document.source == obj["doc"]["source"]
-        # completed on the read: the detector metrics of this version
+        # completed on the read: the detector and student metrics of this version
         assert rec.detector_version == DETECTOR_VERSION and set(DETECTOR_METRICS) <= set(rec.scores.scores)
+        assert set(STUDENT_METRICS) <= set(rec.scores.scores) and "leak_rate_det" not in rec.scores.scores
         assert rec.provenance.get("protocol_version") == stored["provenance"]["protocol_version"]
         # what a record stores it keeps: the nine metrics and the judge labels
         for m, v in stored["scores"]["scores"].items():

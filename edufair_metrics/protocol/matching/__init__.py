@@ -4,7 +4,9 @@
   builders drop items whose question contains it) and :func:`normalize_answer`. The shipped bank's
   selection, and so its sha256 in provenance, depends on them.
 * :mod:`.stated` — :func:`find_stated_answer` (does a text *state* the gold as an answer: the stop
-  rule of paper §3.2 and the leakage detector) and the span helpers of the stop rule.
+  rule of paper §3.2 and the leakage detector) and the span helpers of the stop rule;
+  :func:`find_offered_answer` (the gold offered in a leading question or for checking: the
+  partial-reveal detector's, never the stop rule's).
 * :mod:`.numbers` — number parsing, number tokens and number words (the shared scanners).
 * :mod:`.phrases` — science phrase scanners (plural/singular variants).
 * :mod:`.sentences` — the one sentence and clause splitter of the stop decision.
@@ -18,10 +20,12 @@ from edufair_metrics.protocol.matching.sentences import Clause, Sentence, locate
 from edufair_metrics.protocol.matching.stated import (
     AnswerMatch,
     asked_at,
+    find_offered_answer,
     find_stated_answer,
     gold_mentioned,
     is_numeric_gold,
     negates_answer,
+    offered_for_checking,
     prepare_text,
 )
 
@@ -31,6 +35,7 @@ __all__ = [
     "NUMERIC_DOMAINS",
     "Sentence",
     "asked_at",
+    "find_offered_answer",
     "find_stated_answer",
     "gold_mentioned",
     "is_numeric_gold",
@@ -38,6 +43,7 @@ __all__ = [
     "mentions_answer",
     "negates_answer",
     "normalize_answer",
+    "offered_for_checking",
     "numbers_in_text",
     "parse_number",
     "prepare_text",

@@ -1,7 +1,9 @@
 """Does a text *state* the gold as an answer, and where: :func:`find_stated_answer`, the matcher of
 the stop rule (paper §3.2) and of the leakage detector, and the span helpers the stop rule uses
 (:func:`asked_at`, :func:`negates_answer`, :func:`gold_mentioned`, :func:`is_numeric_gold`,
-:func:`prepare_text`). The rules are in the comment block below; candidate mentions come from the
+:func:`prepare_text`), and :func:`find_offered_answer` (the gold *offered* in a leading question
+or for checking: the partial-reveal detector's, never the stop rule's). The rules are in the comment
+blocks below; candidate mentions come from the
 scanners of :mod:`.numbers` and :mod:`.phrases`, sentences and clauses from :mod:`.sentences`.
 """
 
@@ -19,8 +21,8 @@ from edufair_metrics.protocol.matching.phrases import phrase_spans, word_variant
 from edufair_metrics.protocol.matching.sentences import OPENER, TAG, Clause, Sentence, locate, split_sentences
 
 __all__ = [
-    "AnswerMatch", "asked_at", "find_stated_answer", "gold_mentioned", "is_numeric_gold", "negates_answer",
-    "prepare_text",
+    "AnswerMatch", "asked_at", "find_offered_answer", "find_stated_answer", "gold_mentioned", "is_numeric_gold",
+    "negates_answer", "offered_for_checking", "prepare_text",
 ]
 
 # A gold mention found by the scanners is discarded when, in its sentence and clause,
@@ -443,6 +445,148 @@ def find_stated_answer(
             continue
         if m.weak and not _has_answer_frame(prepared, clause, m, question_words, student=allow_tentative):
             continue
+        return AnswerMatch(m.start, m.end, prepared[m.start:m.end], prepared[sentence.start:sentence.end].strip())
+    return None
+
+
+# --- offered, not stated (the partial-reveal detector; the stop rule never calls this) ------------
+#
+# A gold mention is *offered* when the turn hands it to the student as the candidate to accept or
+# check, without stating it:
+#
+# * in the interrogative part of a question that asks whether the candidate holds: a yes/no
+#   question ("Is it 42?", "So would 42 be the answer, then?", "Isn't it 42?", "Does 9 x 2 = 18
+#   help?", "Is it 42 - can you check?"), a declarative-form question ("So 42?", "80 km per hour,
+#   maybe?"), "what about 42?" / "how about 42?", or a clause that is only the candidate after a
+#   wh-question ("What is that called - evaporation?"). A wh-question that asks for a value ("How
+#   did you get 42?", "Why isn't it 42?") does not offer it;
+# * in a statement or instruction, right after a verb inviting a check ("Try 42 and see", "Let's
+#   check 42:", "Check whether 42 works", "Plug in 42").
+#
+# As for stated mentions, an offered mention is discarded when it is negated (a negative auxiliary
+# opening a yes/no question, "Isn't it 42?", "Is it not 42?", does not negate it), followed by a
+# negative or non-committal predicate ("Is 42 too big?", "Is 42 a good guess?"), a conditional
+# given ("if", "suppose", "assume", "imagine"; an embedded yes/no question after a check verb,
+# "check if it's 42", is not one), one side of an alternative ("Is it 42 or 44?"), or (numbers) a
+# step, label, list, range or operand. A weak mention (small numbers, science counts) needs what a
+# stated one needs (an answer frame, the question's noun: "Are there two forces?") or closes a
+# yes/no question as its complement ("Is the number of forces two?").
+
+_WH = re.compile(r"^\W*(?:(?:and|so|then|but|or|now|okay|ok|well|hmm|um|also)\s+)*(?:what|which|who|whom|whose|why|how|where|when)\b",
+                 re.IGNORECASE)
+_WHAT_ABOUT = re.compile(r"\b(?:what|how)\s+about\s+(?:(?:the|a|an|just)\s+)?[$\u20ac\u00a3]?$", re.IGNORECASE)
+# The opening of a yes/no question up to the candidate's subject: removed before the negation check
+# ("Isn't it", "Is it not", "Wouldn't that be").
+_YES_NO_OPENING = re.compile(
+    r"^\W*(?:(?:and|so|then|but|now|okay|ok|well|hmm|um|also)\W+)*"
+    r"(?:is|are|was|were|am|do|does|did|can|could|would|will|should|shall|may|might|have|has|had|isn't|aren't|"
+    r"wasn't|weren't|don't|doesn't|didn't|can't|couldn't|wouldn't|won't|shouldn't|hasn't|haven't)\b"
+    r"(?:\s+(?:it|that|this|there|they|he|she|we|you|the\s+answer))?(?:\s+not\b)?",
+    re.IGNORECASE,
+)
+_COPULA_OPENING = re.compile(
+    r"^\W*(?:(?:and|so|then|but|now|okay|ok|well|hmm|um|also)\W+)*(?:is|are|was|were|isn't|aren't|would|could|will|"
+    r"might|should|must|can)\b", re.IGNORECASE)
+# Conditionals that make a mention a given, not a candidate ("If he made 18 sandwiches, ...?").
+_CONDITIONAL = re.compile(r"\b(?:if|suppose|supposing|assume|assuming|unless|imagine|pretend)\b", re.IGNORECASE)
+_CHECK_VERB = re.compile(
+    r"\b(?:try|trying|check|checking|test|testing|verify|verifying|plug(?:ging)?\s+in|put(?:ting)?\s+in|"
+    r"substitut(?:e|ing))\s+(?:(?:whether|if)\s+(?:(?:it|that|the\s+answer)\s*(?:'s|\s+is|\s+would\s+be|\s+could\s+be)\s+)?)?"
+    r"(?:(?:the\s+)?(?:number|value|answer)\s+)?[$\u20ac\u00a3]?$",
+    re.IGNORECASE,
+)
+_EMBEDDED_QUESTION = re.compile(
+    r"\b(?:check|see|test|verify|find\s+out|tell\s+me|ask\s+yourself)\s+(?:whether|if)\b", re.IGNORECASE)
+_ALTERNATIVE_NEXT = re.compile(r"^[\s,]*(?:or|either)\b", re.IGNORECASE)
+
+
+def _offer_discarded(text: str, sentence: Sentence, clause: Clause, m: _Mention, question_words: frozenset[str],
+                     *, yes_no: bool) -> bool:
+    """The exclusions of the comment block above, for an offered mention."""
+    prefix, suffix = text[clause.start:m.start], text[m.end:clause.end]
+    if yes_no:
+        opening = _YES_NO_OPENING.match(prefix)
+        if opening:
+            prefix = prefix[opening.end():]
+    window = " ".join(_WORD.findall(prefix)[-4:])
+    if _NEGATOR.search(window) or _NEGATIVE_AFTER.match(suffix):
+        return True
+    conditional = _CONDITIONAL.search(text[clause.start:m.start])
+    if conditional and not _EMBEDDED_QUESTION.search(text[clause.start:m.start]):
+        return True
+    if _ALTERNATIVE_BEFORE.search(prefix) or _ALTERNATIVE_NEXT.match(text[m.end:sentence.end]):
+        return True
+    return m.numeric and _not_a_value(text, clause, m, question_words)
+
+
+def _bare_fragment(text: str, clause: Clause, m: _Mention) -> bool:
+    """The clause is only the candidate with filler words: "— evaporation?", "maybe 42?"."""
+    rest = _words(text[clause.start:m.start]) + _words(text[m.end:clause.end])
+    return all(w in _FILLER or w in _STUDENT_TAIL for w in rest)
+
+
+def _closes_yes_no(text: str, sentence: Sentence, clause: Clause, m: _Mention) -> bool:
+    """A weak mention that ends a yes/no question led by a copula or modal: "Is the number of forces two?"."""
+    first = next(c for c in sentence.clauses if c.interrogative)
+    after = _words(text[m.end:sentence.end])
+    return bool(_COPULA_OPENING.match(text[first.start:first.end])) and all(w in _TRAILING_FILLER for w in after)
+
+
+def offered_for_checking(prepared: str, pos: int) -> bool:
+    """True when position ``pos`` of a :func:`prepare_text` text comes right after a verb inviting
+    a check in its clause ("Try 18 and see", "Let's check 18:"): the value is offered, not stated,
+    although :func:`find_stated_answer` (the stop rule) reads it as stated."""
+    where = locate(split_sentences(prepared), pos)
+    return where is not None and bool(_CHECK_VERB.search(prepared[where[1].start:pos]))
+
+
+def find_offered_answer(
+    text: str,
+    answer_forms: list[str],
+    domain: str,
+    *,
+    question: str | None = None,
+) -> AnswerMatch | None:
+    """The first place where ``text`` *offers* the gold as the candidate to accept or check (a
+    leading question, an invitation to try it; see the comment block above), or None. A mention
+    that is stated (:func:`find_stated_answer`) is not looked at here: callers ask that first."""
+    if not text or not answer_forms:
+        return None
+    prepared = _prepare(text)
+    mentions = sorted(_gold_mentions(prepared, answer_forms, domain), key=lambda m: (m.start, -m.end))
+    if not mentions:
+        return None
+    sentences = split_sentences(prepared)
+    question_words = _content_words(question)
+    for m in mentions:
+        where = locate(sentences, m.start)
+        if where is None:
+            continue
+        sentence, clause = where
+        if clause.interrogative:
+            interrogative = [c for c in sentence.clauses if c.interrogative]
+            governing = [c for c in interrogative if c.start <= clause.start
+                         and (OPENER.match(prepared[c.start:c.end]) or TAG.match(prepared[c.start:c.end]))]
+            opener = governing[-1] if governing else None
+            wh = opener is not None and bool(_WH.match(prepared[opener.start:opener.end]))
+            fragment = clause is not opener and _bare_fragment(prepared, clause, m)
+            what_about = bool(_WHAT_ABOUT.search(prepared[clause.start:m.start]))
+            if wh and not (fragment or what_about):
+                continue  # a wh-question asks for a value, it does not offer one
+            yes_no = opener is not None and not wh
+            if _offer_discarded(prepared, sentence, clause, m, question_words, yes_no=yes_no):
+                continue
+            if m.weak and not (_has_answer_frame(prepared, clause, m, question_words, student=True)
+                               or _tentative_proposal(prepared, sentence, m) or fragment or what_about
+                               or (yes_no and _closes_yes_no(prepared, sentence, clause, m))):
+                continue
+        else:
+            if not _CHECK_VERB.search(prepared[clause.start:m.start]):
+                continue
+            if _offer_discarded(prepared, sentence, clause, m, question_words, yes_no=False):
+                continue
+            if m.weak and not _has_answer_frame(prepared, clause, m, question_words, student=True):
+                continue
         return AnswerMatch(m.start, m.end, prepared[m.start:m.end], prepared[sentence.start:sentence.end].strip())
     return None
 

@@ -50,7 +50,7 @@ INDEX = "index.html"
 VERDICTS = ("flag", "length", "inconclusive", "certify", "insufficient", "none")
 FAILED_LISTED = 500  # failed dialogues listed per tutor (all are counted)
 # metrics for which more is better (the task YAML's higher_is_better); the grid is signed either way
-LOWER_IS_BETTER = ("answer_leakage",)
+LOWER_IS_BETTER = ("answer_leakage", "stopped_on_revealed_gold", "partial_reveal_rate")
 
 
 def verdicts(frame) -> list[str]:

@@ -105,10 +105,14 @@
     step_scaffolded: ["Scaffold", "Step scaffolded"], actionability: ["Action", "Actionability"],
     corrective_tone: ["Tone", "Corrective tone"], tutor_turns: ["Turns", "Tutor turns"],
     tutor_avg_word: ["Words/turn", "Words per tutor turn"], tutor_question_rate: ["Questions", "Tutor question rate"],
-    tutor_student_word_ratio: ["Word ratio", "Tutor : student words"], leak_rate_det: ["Leak (det.)", "Leak rate (detector)"],
-    independence_ratio: ["Indep. (det.)", "Independence ratio (detector)"]
+    tutor_student_word_ratio: ["Word ratio", "Tutor : student words"], stopped_on_revealed_gold: ["Stop: revealed", "Stopped because the tutor stated the gold (detector)"],
+    partial_reveal_rate: ["Partial (det.)", "Partial-reveal rate (detector)"],
+    independence_ratio: ["Indep. (det.)", "Independence ratio (detector)"],
+    student_words: ["S words", "Words per student turn"], student_reasoning_rate: ["S reasoning", "Student turns with a reasoning step"],
+    student_asks_answer_rate: ["S asks", "Student asks for the answer"], student_wrong_answer_rate: ["S wrong", "Student states a wrong answer"],
+    student_correct_answer_rate: ["S correct", "Student states the gold"], student_refusal_rate: ["S refuses", "Student refuses / gives up"]
   };
-  var KIND_NAMES = {pedagogical: "Pedagogical (judge)", conversation: "Conversation", detector: "Detector (judge-free)"};
+  var KIND_NAMES = {pedagogical: "Pedagogical (judge)", conversation: "Conversation", detector: "Detector (judge-free)", student: "Student monitor (judge-free)"};
   var VERDICT_TEXT = {
     flag: ["flag", "FDR violation: the 95% CI of r excludes 0 and the test survives the multiplicity correction"],
     length: ["length", "a per-dialogue difference that the turn-level labels do not confirm"],
@@ -639,7 +643,9 @@
       var j = (dlg.j || []).filter(function (x) { return x[0] === i; })[0];
       var focus = (metricsByName[focusMetric] || {}).judge_field;
       var chips = labelChips(j, focus);
-      if (dlg.leak) chips.insertBefore(el("span", {cls: "lab det " + (dlg.leak.indexOf(i) >= 0 ? "bad" : "na"), "data-det": "leak", title: "deterministic detector (the stop rule's matcher)",
+      if (dlg.pr && dlg.pr.indexOf(i) >= 0) chips.insertBefore(el("span", {cls: "lab det bad", "data-det": "partial", title: "deterministic detector: the gold offered for checking, or the decisive intermediate result",
+        text: "detector: partial reveal"}), chips.firstChild);
+      if (dlg.leak) chips.insertBefore(el("span", {cls: "lab det " + (dlg.leak.indexOf(i) >= 0 ? "bad" : "na"), "data-det": "leak", title: "deterministic detector (history-aware: a gold the student stated first is a confirmation)",
         text: dlg.leak.indexOf(i) >= 0 ? "detector: states the gold" : "detector: no gold"}), chips.firstChild);
       box.appendChild(chips);
     } else if (role === "student" && dlg.att && i > 1) {
