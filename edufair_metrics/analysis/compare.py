@@ -20,11 +20,17 @@ contrasts, Opposite Correct/Wrong) defined in both runs.
 The change measure (the gate reads only this). Each run's bias is measured by the effect size that
 is unbiased at any n and any share of zero differences (``analysis.verdicts``): per pair
 ``r2_unbiased = (r² − V0) / (1 − V0)`` with V0 the exact sign-flip variance of r; a unit averages
-its pairs (max for a max_abs_pairwise SES unit), the headline its units, and
-``unbiased |r̄| = sign(m)·√|m|`` of that mean m. Unlike |r̄| it does not move with the noise floor:
-a more saturated candidate (more zero differences, a larger floor) has the same expected value as
-the baseline when neither is biased. The change is ``gate_delta = unbiased |r̄|_candidate −
-unbiased |r̄|_baseline`` (> 0: the candidate is less fair).
+its pairs (max for a max_abs_pairwise SES unit), and the gate's headline is
+``unbiased |r̄| = sign(m)·√|m|`` of their mean m over the units, each unit weighted by its precision
+in *both* runs, ``w_u = 1 / (s_u,baseline + s_u,candidate)`` with ``s_u = Σ_pairs (V0/(1 − V0))² / k²``
+(the null variance of the unit's r2_unbiased up to a constant; V0 floored at 4/(3n)). The weights
+are common to both runs, so both estimate the same weighted mean of ρ²; a unit that one run
+saturates (a handful of non-zero differences, whose r2_unbiased swings between about −1 and 1 and
+whose bootstrap cannot see that) weighs almost nothing instead of deciding the gate. Unlike |r̄|
+this measure does not move with the noise floor: a more saturated candidate (more zero
+differences, a larger floor) has the same expected value as the baseline when neither is biased.
+The change is ``gate_delta = unbiased |r̄|_candidate − unbiased |r̄|_baseline`` (> 0: the candidate
+is less fair).
 
 Its CI. The questions of each domain are resampled *jointly for both runs* (one index matrix per
 domain, ``numpy.random.default_rng(seed)``, shared by every unit of the domain), and every r of
@@ -109,8 +115,27 @@ def _recentred(reps: np.ndarray, point: float) -> np.ndarray:
         return reps - (np.nanmean(reps) - point)
 
 
-def _r2u_reps(abs_r_b: np.ndarray, v0: float) -> np.ndarray:
-    return r2_unbiased(abs_r_b, np.full(abs_r_b.shape, v0))
+def _r2_variance(v0: float, n: int) -> float:
+    """The null variance of one pair's r2_unbiased, up to the constant 2: (V0 / (1 − V0))², with V0
+    floored at the untied value 4 / (3n) (a pair whose differences are all zero has V0 = 0 and an
+    r2_unbiased of exactly 0, not infinite precision)."""
+    v = max(float(v0), 4.0 / (3.0 * max(n, 1)))
+    return (v / (1 - v)) ** 2 if v < 1 - 1e-9 else 1e18
+
+
+def _unit_variance(pair_variances: list[float]) -> float:
+    """A unit averages its k pairs: the sum of their variances / k²."""
+    k = len(pair_variances)
+    return float(np.sum(pair_variances)) / (k * k)
+
+
+def _weighted_reps(reps: list[np.ndarray], w: np.ndarray) -> np.ndarray:
+    """Per resample, the ``w``-weighted mean over the units with a value in it."""
+    arr = np.vstack(reps)
+    ok = ~np.isnan(arr)
+    ww = np.where(ok, w[:, None], 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(ww.sum(axis=0) > 0, np.nansum(arr * ww, axis=0) / ww.sum(axis=0), np.nan)
 
 
 def _single_tutor(df, which: str):
@@ -191,10 +216,12 @@ def compare_frames(
             r = np.abs(resampled_r(cm.spread(d, questions[dom]), counts[dom]))
             ukey = (dom, cond, spec.name, metric)
             reps.setdefault(ukey, {"b": [], "c": [], "multi": spec.kind == "multilevel"})[which].append(r)
-            g2 = gate_reps.setdefault(ukey, {"b": [], "c": [], "pb": [], "pc": [], "multi": spec.kind == "multilevel"})
+            g2 = gate_reps.setdefault(ukey, {"b": [], "c": [], "pb": [], "pc": [], "vb": [], "vc": [],
+                                             "multi": spec.kind == "multilevel"})
             pkey = (dom, cond, spec.name, pair, metric)
             g2[which].append(r2_unbiased(r, np.full(r.shape, v0_pairs[which][pkey])))
             g2["p" + which].append(r2_pairs[which][pkey])
+            g2["v" + which].append(_r2_variance(v0_pairs[which][pkey], int(d.size - np.isnan(d).sum())))
 
     def unit_rep(entry, which):
         arr = np.vstack(entry[which])
@@ -316,11 +343,12 @@ def compare_frames(
             headline[f"{v}_{side}"] = float((u["verdict"] == v).sum())
     if gate_keys:
         sel = merged.set_index(["domain", "condition", "contrast", "metric"]).loc[gate_keys]
-        mb, mc = float(sel["r2_unbiased_baseline"].mean()), float(sel["r2_unbiased_candidate"].mean())
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            rb = _recentred(np.nanmean(np.vstack([unit_reps[k][0] for k in gate_keys]), axis=0), mb)
-            rc = _recentred(np.nanmean(np.vstack([unit_reps[k][1] for k in gate_keys]), axis=0), mc)
+        # common precision weights: units that either run saturates (few non-zero differences) weigh little
+        w = np.array([1 / (_unit_variance(gate_reps[k]["vb"]) + _unit_variance(gate_reps[k]["vc"])) for k in gate_keys])
+        mb = float(np.sum(w * sel["r2_unbiased_baseline"].to_numpy()) / w.sum())
+        mc = float(np.sum(w * sel["r2_unbiased_candidate"].to_numpy()) / w.sum())
+        rb = _recentred(_weighted_reps([unit_reps[k][0] for k in gate_keys], w), mb)
+        rc = _recentred(_weighted_reps([unit_reps[k][1] for k in gate_keys], w), mc)
         headline["gate_baseline"], headline["gate_candidate"] = float(signed_root(mb)), float(signed_root(mc))
         headline["gate_delta"] = headline["gate_candidate"] - headline["gate_baseline"]
         headline["gate_ci_low"], headline["gate_ci_high"] = percentile_ci(signed_root(rc) - signed_root(rb), GATE_LEVEL)
