@@ -31,7 +31,8 @@ Columns (all from the same statistics as ``edufair report``):
 * ``conv …`` – the same for the conversation metrics; ``det …`` – the judge-invariant detector
   metrics (``records.DETECTOR_METRICS``, from the transcripts), when the runs store transcripts;
 * ``explicit`` / ``implicit`` / ``opposite`` – ``ped |r̄|`` per condition;
-* ``ped median n`` – the median pairs per pedagogical headline unit;
+* ``ped median n`` – the median pairs per pedagogical headline unit; with ``--simultaneous``,
+  ``ped sim. flagged`` / ``ped sim. certified`` – the family-wise verdicts (``analysis.simultaneous``);
 * one column per pedagogical metric: the tutor's mean per-dialogue rate (pedagogy level);
 * ``missing labels`` – missing judge labels / tutor turns sent to the judge; ``dialogues``.
 
@@ -94,6 +95,10 @@ def leaderboard_table(df, units, ranks=None):
         out[f"{short} FDR viol."] = h["violations_fdr"]
         if kind == "pedagogical":
             out["ped median n"] = v["n_median"]
+            if "verdict_sim" in units.columns:  # --simultaneous: the family-wise verdicts beside them
+                sim = units[units["headline"].astype(bool) & (units["metric_kind"] == kind)].groupby("tutor")["verdict_sim"]
+                out["ped sim. flagged"] = sim.apply(lambda x: int((x == "flag").sum()))
+                out["ped sim. certified"] = sim.apply(lambda x: int((x == "certify").sum()))
     per_cond = headline(units, by=("tutor", "condition"), kind="pedagogical")
     if len(per_cond):
         wide = per_cond.pivot(index="tutor", columns="condition", values="abs_r")

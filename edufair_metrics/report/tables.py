@@ -543,16 +543,16 @@ def all_tables(grid, units, domain_labels: Mapping[str, str] | None = None,
          "low- vs high-income contrast, equal to Table 10's |r̄|). ", "Bold: |r̄| ≥ 0.10. "),
     ]
 
-    def put(stem, title, build, n_text, note_common, note_paper, note_verdict):
+    def put(stem, title, build, n_text, note_common, note_paper, note_verdict, units_note=UNITS_NOTE):
+        tail = units_note + (" " + n_text if n_text else "")
         for view in views:
             t = build(view)
             if t is None:
                 continue
             if view == "paper":
-                out[f"{stem}_paper"] = (f"{title} — {PAPER_VIEW}", t, PAPER_NOTE + note_common + note_paper
-                                        + UNITS_NOTE + (" " + n_text if n_text else ""))
+                out[f"{stem}_paper"] = (f"{title} — {PAPER_VIEW}", t, PAPER_NOTE + note_common + note_paper + tail)
             else:
-                out[stem] = (title, t, note_common + note_verdict + UNITS_NOTE + (" " + n_text if n_text else ""))
+                out[stem] = (title, t, note_common + note_verdict + tail)
 
     for stem, title, build, mask, note, paper_note in specs:
         put(stem, title, build, _n_of_units(units, mask), note, paper_note, VERDICT_ABS_NOTE)
@@ -591,7 +591,8 @@ def all_tables(grid, units, domain_labels: Mapping[str, str] | None = None,
                 "questions, Bonferroni p (p × number of pairs) only when the Friedman p < 0.10 (post-hoc). ",
                 "*: post-hoc performed and the Bonferroni p < 0.05; †: also an FDR violation (q < 0.05 within the "
                 "tutor × metric kind family; Benjamini–Hochberg unless --fdr-method holm). ",
-                VERDICT_SIGNED_NOTE + "A pair's verdict uses its Bonferroni p (and needs the post-hoc step). ")
+                VERDICT_SIGNED_NOTE + "A pair's verdict uses its Bonferroni p (and needs the post-hoc step). ",
+                units_note="")
     for cond in ("implicit", "opposite"):
         sub = grid[grid["condition"] == cond]
         for dim in dict.fromkeys(sub["dimension"]):

@@ -230,9 +230,9 @@ def verdict_table(units) -> "pandas.DataFrame":
     out = v[["tutor", "kind", "units", "flag", "unconfirmed", "certify", "inconclusive", "insufficient"]].copy()
     out["family certified"] = v["family_certified"].map({True: "yes", False: "no"})
     out["unbiased |r̄|"] = v["unbiased_abs_r"]
-    out["median n"] = v["n_median"]
+    out["median n"] = v["n_median"].round().astype("Int64")
     out["median MDE"] = v["mde_r_median"]
-    out["more questions (median)"] = v["more_questions_median"]
+    out["more questions (median)"] = v["more_questions_median"].round().astype("Int64")
     return out.sort_values(["tutor", "kind"], key=lambda c: c.map({k: i for i, (k, _) in enumerate(HEADLINE_KINDS)})
                            if c.name == "kind" else c).reset_index(drop=True)
 

@@ -16,7 +16,7 @@ per contrast) conditions.
 Planted bias: the "a" levels of the Explicit binary contrasts (female, immigrant, other_language,
 low_income) and the female names (jessica, ji_yoon) get the per-turn shift δ_m, calibrated per
 metric (:func:`calibrate`, bisection on 40,000 simulated questions) so that a biased pair has
-population |r| = 0.1, 0.2 or 0.4 *without* length differences (the r of 400,000 questions, SE ≈ 0.002). A
+population |r| = 0.1, 0.2 or 0.4 *without* length differences (the mean r of three samples of 200,000 questions, SE ≈ 0.0015). A
 pair is biased when exactly one of
 its levels is. Length differences (``length=True``): the biased-set levels' dialogues last 8–10
 turns, the others' 1–2, with the same per-turn behaviour (δ = 0 for "no bias").
@@ -123,10 +123,11 @@ def pair_diffs(n: int, delta: float, metric: str, *, length: bool = False, seed:
     return round_diffs(d[~np.isnan(d)])
 
 
-def population_r(delta: float, metric: str, n: int = 400_000, seed: int = 12345) -> float:
+def population_r(delta: float, metric: str, n: int = 200_000, seed: int = 12345, seeds: int = 3) -> float:
+    """The r of ``seeds`` independent samples of n questions, averaged (SE ≈ 0.0015)."""
     from edufair_metrics.analysis.contrast import rank_biserial
 
-    return rank_biserial(pair_diffs(n, delta, metric, seed=seed))[2]
+    return float(np.mean([rank_biserial(pair_diffs(n, delta, metric, seed=seed + 7919 * k))[2] for k in range(seeds)]))
 
 
 @functools.lru_cache(maxsize=None)
@@ -233,7 +234,8 @@ def false_certify(reps: int, n_boot: int):
             add_row_verdicts(g, margin=margin)
             cert += int(g["certified"].sum())
             total += len(g)
-        measured = np.mean([population_r(calibrate(target, m), m, seed=4242) for m in ("actionability", "answer_leakage")])
+        measured = np.mean([population_r(calibrate(target, m), m, seed=4242, seeds=2)
+                            for m in ("actionability", "answer_leakage")])
         out.append({"margin": margin, "true |r|": target, "true |r| (re-measured)": measured, "n": n, "rows": total,
                     "certified (false)": cert / total})
     return pd.DataFrame(out)
@@ -315,7 +317,7 @@ def main() -> None:
     _print(f"False certification when the true |r| is at or above the margin ({reps * 16} rows per metric and line)",
            false_certify(reps * 16, B))
     _print(f"CI gate outcomes ({reps} replicate pairs of runs per line)", gate_outcomes(reps, B))
-    _print("Effect size at a true |r| of 0.2 (biased pedagogical rows)", effect_sizes(max(reps // 2, 2), B))
+    _print(f"Effect size at a true |r| of 0.2 (biased pedagogical rows, {reps} replicates)", effect_sizes(reps, B))
     print(f"({time.perf_counter() - t0:.0f} s)")
 
 

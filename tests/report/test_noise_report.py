@@ -288,8 +288,9 @@ def test_leaderboard_warns_when_tutors_have_very_different_n(tmp_path):
     write_run(root, "org/small", seed=1, conditions=("explicit",), domains=("physics",), n_questions=20)
     write_run(root, "org/large", seed=2, conditions=("explicit",), domains=("physics",), n_questions=45)
     out = tmp_path / "lb"
-    assert cli(["leaderboard", str(root), "--out", str(out), "--n-boot", "50", "--margin", "0.2"]) == 0
+    assert cli(["leaderboard", str(root), "--out", str(out), "--n-boot", "50", "--margin", "0.2", "--simultaneous"]) == 0
     md = (out / "leaderboard.md").read_text()
+    assert {"ped sim. flagged", "ped sim. certified"} <= set(pd.read_csv(out / "leaderboard.csv").columns)
     assert "Warning: the tutors were compared on different numbers of questions" in md
     assert "org/small 20" in md and "Margin: ±0.20" in md
     assert json.loads((out / "leaderboard_manifest.json").read_text())["sample_size_warning"]

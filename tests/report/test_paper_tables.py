@@ -210,7 +210,8 @@ def test_bold_marks_every_abs_r_of_at_least_0_10(report):
     checked = 0
     for stem, cols in (("table5_implicit", ["Ped.", "Conv."]), ("table8_dimension", ["Gender", "SES", "Lang.", "Immi."]),
                        ("table9_gender", ["|r̄|"]), ("table10_ses", ["|r̄|"])):
-        md = (report / f"{stem}_paper.md").read_text()  # the paper's view
+        paper = stem + "_paper"  # the paper's view
+        md = (report / f"{paper}.md").read_text()
         assert "as printed in the paper (not noise-corrected)" in md.splitlines()[0]
         rows = [[c.strip() for c in line.strip("|").split(" | ")] for line in md.splitlines()
                 if line.startswith("| ") and "---" not in line]
