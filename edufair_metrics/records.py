@@ -221,6 +221,9 @@ class DialogueScores:
     sent_turns: int = 0  # tutor turns sent to the judge (missing ones included)
     failed: bool = False
     stop_reason: str | None = None  # the transcript's stop reason (None: unknown, e.g. bare scores)
+    # per pedagogical metric [n_applicable, n_positive]: the turns its rate averages and those
+    # labelled 1 (scores.TURN_COUNTS_VERSION); empty when unknown (scores without judgements)
+    turn_counts: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def labelled_turns(self) -> int:
@@ -244,6 +247,9 @@ class DialogueScores:
         obj = _from_dict(cls, data)
         obj.scores = {k: none_to_nan(v) for k, v in obj.scores.items()}
         obj.failed = bool(obj.failed)
+        counts = obj.turn_counts if isinstance(obj.turn_counts, dict) else {}
+        obj.turn_counts = {str(k): [int(v[0]), int(v[1])] for k, v in counts.items()
+                           if isinstance(v, (list, tuple)) and len(v) == 2}
         return obj
 
 
@@ -319,6 +325,7 @@ class DialogueRecord:
     document: DocumentFacts = field(default_factory=DocumentFacts)
     detector_version: int | None = None
     schema_version: int = RECORD_SCHEMA_VERSION
+    turn_counts_version: int | None = None  # scores.TURN_COUNTS_VERSION of scores.turn_counts (None: none)
 
     @property
     def has_transcript(self) -> bool:
@@ -342,6 +349,7 @@ class DialogueRecord:
             "provenance": self.provenance,
             "document": self.document.to_dict(),
             "detector_version": self.detector_version,
+            "turn_counts_version": self.turn_counts_version,
         }
 
     @classmethod
@@ -394,8 +402,10 @@ class DialogueRecord:
         judge = data.get("judge") if isinstance(data.get("judge"), dict) else None
         provenance = data.get("provenance") if isinstance(data.get("provenance"), dict) else {}
         det = data.get("detector_version")
+        tc = data.get("turn_counts_version")
         return cls(transcript, judgements, scores, flags, judge, provenance, document,
-                   int(det) if det is not None else None, RECORD_SCHEMA_VERSION)
+                   int(det) if det is not None else None, RECORD_SCHEMA_VERSION,
+                   int(tc) if tc is not None and scores.turn_counts else None)
 
 
 def transcript_failed(transcript: "Transcript | dict[str, Any] | None") -> bool:

@@ -20,6 +20,13 @@ Pedagogical rates: for each metric, the mean of the mapped judge field over the 
 turns with an ``ok`` judgement and a value other than -1 (not applicable). Missing judgements are
 excluded (counted in ``missing_turns``); a dialogue with no applicable judged turn gets NaN, never 0.
 
+Turn counts (``DialogueScores.turn_counts``, version :data:`TURN_COUNTS_VERSION`): per pedagogical
+metric ``[n_applicable, n_positive]``, the number of turns the rate averages and how many of them
+the judge labelled 1, so that ``value = n_positive / n_applicable``. They let the statistics weigh
+every judged turn equally (``analysis.turns``: a dialogue of 10 turns is not one vote like a
+dialogue of 1). Records written before them get them from their stored judgements when read
+(``runlog.read.complete_record``).
+
 Judge bookkeeping: ``sent_turns`` = tutor turns sent to the judge (every tutor turn, missing ones
 included), ``missing_turns`` = those without valid labels, so missing_turns / sent_turns is the
 missing-label rate everywhere (``labelled_turns`` = the difference). Records written before the
@@ -46,6 +53,7 @@ from edufair_metrics.records import (
 )
 
 NAN = float("nan")
+TURN_COUNTS_VERSION = 1  # the definition of DialogueScores.turn_counts (a record stores which one it has)
 
 WORD_RE = re.compile(r"\w+(?:(?:['’\-]|(?<=\d)[.,](?=\d))\w+)*")
 
@@ -72,10 +80,10 @@ def conversation_metrics(transcript: Transcript) -> dict[str, float]:
     }
 
 
-def pedagogical_rates(judgements: Iterable[TurnJudgement]) -> dict[str, float]:
-    """Per-metric mean over applicable, successfully judged turns (NaN if none)."""
+def _applicable_values(judgements: Iterable[TurnJudgement]) -> dict[str, list[float]]:
+    """Per pedagogical metric, the labels of the applicable, successfully judged turns."""
     ok = [j for j in judgements if j.status == JUDGE_OK and j.labels is not None]
-    out: dict[str, float] = {}
+    out: dict[str, list[float]] = {}
     for metric in PEDAGOGICAL_METRICS:
         field = JUDGE_FIELD_FOR_METRIC[metric]
         values = []
@@ -84,8 +92,20 @@ def pedagogical_rates(judgements: Iterable[TurnJudgement]) -> dict[str, float]:
             if v is None or isinstance(v, bool) or v == -1:
                 continue
             values.append(float(v))
-        out[metric] = sum(values) / len(values) if values else NAN
+        out[metric] = values
     return out
+
+
+def pedagogical_rates(judgements: Iterable[TurnJudgement]) -> dict[str, float]:
+    """Per-metric mean over applicable, successfully judged turns (NaN if none)."""
+    return {m: (sum(v) / len(v) if v else NAN) for m, v in _applicable_values(judgements).items()}
+
+
+def pedagogical_counts(judgements: Iterable[TurnJudgement]) -> dict[str, list[int]]:
+    """Per pedagogical metric ``[n_applicable, n_positive]`` over the same turns as
+    :func:`pedagogical_rates` (the judge's labels are 0/1; a dialogue without an applicable turn
+    has ``[0, 0]``)."""
+    return {m: [len(v), int(round(sum(v)))] for m, v in _applicable_values(judgements).items()}
 
 
 def score_dialogue(transcript: Transcript, judgements: list[TurnJudgement]) -> DialogueScores:
@@ -105,7 +125,9 @@ def score_dialogue(transcript: Transcript, judgements: list[TurnJudgement]) -> D
     labelled = sum(1 for j in ordered if j.status == JUDGE_OK and j.labels is not None)
     sent = len(tutor_idx)
     missing = sent - labelled
-    scores = {**pedagogical_rates(ordered), **conversation_metrics(transcript)}
+    values = _applicable_values(ordered)
+    rates = {m: (sum(v) / len(v) if v else NAN) for m, v in values.items()}
+    scores = {**rates, **conversation_metrics(transcript)}
     assert set(scores) == set(PEDAGOGICAL_METRICS) | set(CONVERSATION_METRICS)
     return DialogueScores(
         question_id=transcript.question_id,
@@ -118,11 +140,14 @@ def score_dialogue(transcript: Transcript, judgements: list[TurnJudgement]) -> D
         missing_turns=missing,
         sent_turns=sent,
         failed=transcript_failed(transcript),
+        turn_counts={m: [len(v), int(round(sum(v)))] for m, v in values.items()},
     )
 
 
 __all__ = [
+    "TURN_COUNTS_VERSION",
     "WORD_RE",
+    "pedagogical_counts",
     "count_words",
     "conversation_metrics",
     "pedagogical_rates",

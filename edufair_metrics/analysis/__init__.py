@@ -11,8 +11,11 @@ Modules, by what they hold:
 * ``cells``: the one pairing: question × level matrices of the score frame and ``pair_differences``;
 * ``grid``: :func:`contrast_grid`, :func:`dimension_summary`, :func:`headline`;
 * ``noise`` (noise floor, FDR), ``power``, ``ranks`` (rank intervals), ``ses`` (the SES headline
-  choice), ``compare`` (:func:`compare_frames`), ``params`` (``StatParams``, ``analyse``), ``placebo``,
-  ``agreement`` / ``human_agreement`` / ``judge_validity``, ``frames``.
+  choice), ``compare`` (:func:`compare_frames`, the CI gate), ``params`` (``StatParams``, ``analyse``),
+  ``placebo``, ``agreement`` / ``human_agreement`` / ``judge_validity``, ``frames``;
+* ``verdicts`` (flag / certify / inconclusive / insufficient per row, unit and headline; the effect
+  size unbiased at any n), ``turns`` (the turn-level test of pedagogical rows), ``simultaneous``
+  (max-|T| bootstrap bounds over the whole grid).
 
 The names below are the package's stable public API (``from edufair_metrics.analysis import
 contrast_grid``). They are loaded on first use, so importing the package (or any one of its
@@ -52,6 +55,10 @@ _EXPORTS = {
     "CompareResult": "compare",
     "compare_frames": "compare",
     "StatParams": "params",
+    "DEFAULT_MARGIN": "verdicts",
+    "VERDICTS": "verdicts",
+    "verdict_headline": "verdicts",
+    "simultaneous_bounds": "simultaneous",
     "analyse": "params",
     "analyse_frame": "params",
 }
@@ -85,6 +92,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazi
     from edufair_metrics.analysis.power import power_table
     from edufair_metrics.analysis.ranks import rank_intervals
     from edufair_metrics.analysis.ses import SES_SUMMARIES
+    from edufair_metrics.analysis.simultaneous import simultaneous_bounds
+    from edufair_metrics.analysis.verdicts import DEFAULT_MARGIN, VERDICTS, verdict_headline
 
 
 def __getattr__(name: str) -> Any:

@@ -18,7 +18,7 @@ through it, so they cannot drift apart:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -41,6 +41,9 @@ class CellMatrix:
     questions: np.ndarray
     levels: tuple[str, ...]
     values: np.ndarray
+    # further per-dialogue columns aligned with ``values`` (``cell_matrices(..., extras=...)``:
+    # the turn counts n_applicable / n_positive of the turn-level test, analysis.turns)
+    extras: dict = field(default_factory=dict, compare=False, repr=False)
 
     def column(self, level: str) -> np.ndarray:
         return self.values[:, self.levels.index(level)]
@@ -117,12 +120,13 @@ def contrast_pairs(cells: Iterable[CellMatrix], contrasts: Sequence[ContrastSpec
                 yield cell, spec, a_lv, b_lv, label, d
 
 
-def cell_matrices(df) -> list[CellMatrix]:
+def cell_matrices(df, extras: Sequence[str] = ()) -> list[CellMatrix]:
     """The cells of a long score frame (columns ``SCORE_COLUMNS``), in sorted key order, built
     with integer codes instead of a pandas pivot (which costs seconds on a paper-size grid): one
     row per question with a score row in the cell (sorted), one column per level with at least
     one value in it (sorted). Rows with a missing key are left out. Duplicate (tutor, domain,
-    condition, metric, question_id, level) rows are an error."""
+    condition, metric, question_id, level) rows are an error. ``extras``: further numeric columns
+    of ``df`` (present ones only) placed in ``CellMatrix.extras`` with the same rows and columns."""
     import pandas as pd
 
     missing = [c for c in SCORE_COLUMNS if c not in df.columns]
@@ -135,6 +139,7 @@ def cell_matrices(df) -> list[CellMatrix]:
         codes.append(c.astype(np.int64))
         uniques.append(np.asarray(u, dtype=object))
     values = pd.to_numeric(df["value"], errors="coerce").to_numpy(dtype=float)
+    extra_vals = {c: pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float) for c in extras if c in df.columns}
     ok = ~df[list(CELL_KEYS)].isna().any(axis=1).to_numpy()  # as pandas groupby: missing keys dropped
     dims = [max(len(u), 1) for u in uniques]
     full = np.ravel_multi_index(tuple(codes), dims) if len(df) else np.zeros(0, dtype=np.int64)
@@ -155,12 +160,21 @@ def cell_matrices(df) -> list[CellMatrix]:
     cell = full[order] // (n_q * n_lv)
     bounds = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1], True]) if order.size else np.array([0])
     qcode, lcode, vals = codes[4][order], codes[5][order], values[order]
+    extra_sorted = {c: v[order] for c, v in extra_vals.items()}
     out: list[CellMatrix] = []
     for s, e in zip(bounds[:-1], bounds[1:]):
         qs, q_inv = np.unique(qcode[s:e], return_inverse=True)
         present = np.unique(lcode[s:e][~np.isnan(vals[s:e])])  # levels with a value
         mat = np.full((qs.size, n_lv), np.nan)
         mat[q_inv, lcode[s:e]] = vals[s:e]
+        more = {}
+        for c, v in extra_sorted.items():
+            part = v[s:e]
+            if np.isnan(part).all():
+                continue
+            em = np.full((qs.size, n_lv), np.nan)
+            em[q_inv, lcode[s:e]] = part
+            more[c] = em[:, present]
         key = tuple(uniques[k][v] for k, v in enumerate(np.unravel_index(cell[s], dims[:4])))
-        out.append(CellMatrix(key, uniques[4][qs], tuple(str(x) for x in uniques[5][present]), mat[:, present]))
+        out.append(CellMatrix(key, uniques[4][qs], tuple(str(x) for x in uniques[5][present]), mat[:, present], more))
     return out

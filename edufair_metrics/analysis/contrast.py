@@ -146,6 +146,11 @@ class PairedContrast:
     seed: int = 0
     null_abs_r: float = math.nan  # mean |r| under random sign flips (noise floor)
     p_perm: float = math.nan  # sign-flip permutation p
+    boot_sd: float = math.nan  # standard deviation of the bootstrap r (the CI's resamples)
+    null_var_r: float = math.nan  # exact variance of r under random sign flips
+    p_exact: float = math.nan  # exact sign-flip p (below engine.EXACT_BELOW pairs; NaN above)
+    ci_low_unit: float = math.nan  # percentile bound at the row's unit level (paired_rows unit_alpha)
+    ci_high_unit: float = math.nan
 
     @property
     def excess_abs_r(self) -> float:
@@ -176,14 +181,18 @@ def _paired_from_rows(res, k: int, *, n_boot: int, seed: int) -> PairedContrast:
         ci_low=lo, ci_high=hi, meaningful=bool(abs(r) >= MEANINGFUL_R), violation=bool(lo > 0 or hi < 0),
         sufficient=True, n_zero=n_zero, n_boot=int(n_boot), seed=int(seed),
         null_abs_r=float(res.null_abs_r[k]), p_perm=float(res.p_perm[k]),
+        boot_sd=float(res.boot_sd[k]), null_var_r=float(res.null_var_r[k]), p_exact=float(res.p_exact[k]),
+        ci_low_unit=float(res.ci_low_unit[k]), ci_high_unit=float(res.ci_high_unit[k]),
     )
 
 
-def paired_contrasts(diffs: Sequence[np.ndarray], *, n_boot: int, seed: int, min_pairs: int) -> list[PairedContrast]:
+def paired_contrasts(diffs: Sequence[np.ndarray], *, n_boot: int, seed: int, min_pairs: int,
+                     unit_alpha: Sequence[float] | None = None) -> list[PairedContrast]:
     """The PairedContrast of every difference vector in ``diffs`` (NaN-free, rounded by
     ``engine.round_diffs``), computed in one batch (``engine.paired_rows``); each equals the
-    contrast of that vector alone."""
-    res = paired_rows(diffs, n_boot=int(n_boot), seed=int(seed), min_pairs=min_pairs, level=CI_LEVEL)
+    contrast of that vector alone. ``unit_alpha``: per row, the α of ``ci_low_unit``/``ci_high_unit``."""
+    res = paired_rows(diffs, n_boot=int(n_boot), seed=int(seed), min_pairs=min_pairs, level=CI_LEVEL,
+                      unit_alpha=unit_alpha)
     return [_paired_from_rows(res, k, n_boot=n_boot, seed=seed) for k in range(len(diffs))]
 
 

@@ -28,6 +28,20 @@ Every row is a vector ``d`` of paired differences (NaN already dropped, rounded 
   ``default_rng(SeedSequence(seed).spawn(1)[0])`` (:func:`flip_matrix`): the same seed as the
   bootstrap, an independent stream, the same B, one matrix for every n.
 * ``p_perm``: two-sided sign-flip p, ``(1 + #{b: |r_b| >= |r|}) / (B + 1)``.
+
+Added for the verdicts (``analysis.verdicts``); none of them changes a number above:
+
+* ``boot_sd``: the standard deviation (ddof 1) of the same bootstrap r_b as the CI.
+* ``null_var_r``: the variance of r under the sign-flip null, computed exactly: with the ranks
+  fixed, r = Σ ε_i R_i / Σ R_i over the non-zero pairs (ε_i = ±1 fair coins), so
+  Var_null(r) = Σ R_i² / (Σ R_i)² (what the B flips estimate; ties and zeros included).
+* ``p_exact`` (rows with fewer than :data:`EXACT_BELOW` pairs, NaN otherwise): the exact two-sided
+  sign-flip p, ``P(|Σ ε_i R_i| >= |W+ − W−|)`` over all 2^m sign patterns of the m non-zero
+  pairs, by convolution of the integer weights 2 R_i (exact integer counts). It is the p the
+  permutation null ``p_perm`` estimates, without its resolution limit 1/(B + 1).
+* ``ci_low_unit`` / ``ci_high_unit``: the percentile interval at a per-row ``unit_alpha``
+  (``paired_rows(..., unit_alpha=...)``; a unit of k pairs uses 0.05 / k); equal to ``ci_low`` /
+  ``ci_high`` (the same floats) where ``unit_alpha`` is the CI's own α.
 """
 
 from __future__ import annotations
@@ -43,6 +57,7 @@ import numpy as np
 
 CI_LEVEL = 0.95
 DIFF_DECIMALS = 12
+EXACT_BELOW = 50  # rows with fewer pairs get the exact sign-flip p (``p_exact``)
 _EXACT_FLOAT32 = 2**24  # integer sums below this are exact in float32
 _BLAS = None
 
@@ -311,6 +326,30 @@ def wilcoxon_normal_p(r_plus, count, n_zero, tie_term) -> np.ndarray:
     return np.where(np.isnan(p), 1.0, p)
 
 
+def exact_sign_flip_p(signed_ranks2: np.ndarray, diff2: float) -> float:
+    """Exact two-sided sign-flip p of one row: ``signed_ranks2`` = twice the signed Pratt rank of
+    each pair (integers; zeros 0), ``diff2`` = 2 (W+ − W−). Under random signs, S = Σ_{ε_i = +1}
+    w_i (w_i = |signed_ranks2_i| > 0) has the distribution of a sum of independent fair draws; its
+    counts over the 2^m patterns are built by convolution (exact integers below 2^53, m < 53).
+    D = 2 S − Σ w; p = #{|D| >= |diff2|} / 2^m."""
+    w = np.abs(np.asarray(signed_ranks2)).astype(np.int64)
+    w = w[w > 0]
+    if w.size == 0:
+        return 1.0
+    if w.size >= 53:
+        raise ValueError("exact_sign_flip_p: at most 52 non-zero pairs")
+    total = int(w.sum())
+    counts = np.zeros(total + 1)
+    counts[0] = 1.0
+    reach = 0
+    for wi in w.tolist():
+        counts[wi:reach + wi + 1] += counts[:reach + 1].copy()
+        reach += wi
+    stat = np.abs(2 * np.arange(total + 1) - total)
+    extreme = counts[stat >= abs(int(round(diff2)))].sum()
+    return float(min(1.0, extreme / 2.0 ** w.size))
+
+
 # --------------------------------------------------------------------------------------------
 # Many rows at once
 # --------------------------------------------------------------------------------------------
@@ -331,6 +370,11 @@ class PairedRows:
     ci_high: np.ndarray
     null_abs_r: np.ndarray
     p_perm: np.ndarray
+    boot_sd: np.ndarray | None = None
+    null_var_r: np.ndarray | None = None
+    p_exact: np.ndarray | None = None
+    ci_low_unit: np.ndarray | None = None
+    ci_high_unit: np.ndarray | None = None
 
     def row(self, i: int) -> dict:
         return {f: getattr(self, f)[i].item() for f in self.__dataclass_fields__}
@@ -343,22 +387,31 @@ def paired_rows(
     seed: int,
     min_pairs: int,
     level: float = CI_LEVEL,
+    unit_alpha: Sequence[float] | None = None,
 ) -> PairedRows:
     """Paired-contrast numbers of every difference vector in ``diffs`` (each without NaN, rounded
     by :func:`round_diffs`): see the module docstring. Rows are grouped by n so that each bootstrap
-    count matrix is built once; the sign-flip null of all rows is a few matrix products."""
+    count matrix is built once; the sign-flip null of all rows is a few matrix products.
+    ``unit_alpha`` (one α per row, default the CI's): the level of ``ci_low_unit``/``ci_high_unit``."""
     m = len(diffs)
     n_boot, seed = int(n_boot), int(seed)
     nan = np.full(m, np.nan)
-    out = {k: nan.copy() for k in ("w_plus", "w_minus", "r", "p", "ci_low", "ci_high", "null_abs_r", "p_perm")}
+    out = {k: nan.copy() for k in ("w_plus", "w_minus", "r", "p", "ci_low", "ci_high", "null_abs_r", "p_perm",
+                                   "boot_sd", "null_var_r", "p_exact", "ci_low_unit", "ci_high_unit")}
+    own_alpha = 1 - level
+    u_alpha = np.full(m, own_alpha) if unit_alpha is None else np.asarray(unit_alpha, dtype=float)
+    if u_alpha.shape != (m,):
+        raise ValueError(f"unit_alpha needs one value per row ({m}), got shape {u_alpha.shape}")
     diffs = [np.asarray(d, dtype=float) for d in diffs]
     n_pairs = np.array([d.size for d in diffs], dtype=np.int64)
     n_zero = np.array([int(np.count_nonzero(d == 0)) for d in diffs], dtype=np.int64)
     sufficient = n_pairs >= max(int(min_pairs), 1)
     allzero = sufficient & (n_zero == n_pairs)
     for k, v in (("w_plus", 0.0), ("w_minus", 0.0), ("r", 0.0), ("p", 1.0), ("ci_low", 0.0), ("ci_high", 0.0),
-                 ("null_abs_r", 0.0), ("p_perm", 1.0)):
+                 ("null_abs_r", 0.0), ("p_perm", 1.0), ("boot_sd", 0.0), ("null_var_r", 0.0),
+                 ("ci_low_unit", 0.0), ("ci_high_unit", 0.0)):
         out[k][allzero] = v  # all differences zero: r = 0, p = 1, CI [0, 0], no noise
+    out["p_exact"][allzero & (n_pairs < EXACT_BELOW)] = 1.0
     live = np.flatnonzero(sufficient & ~allzero)
     groups: dict[int, _Groups] = {}
     ranks: dict[int, np.ndarray] = {}  # twice the signed rank of each pair (pair order)
@@ -374,7 +427,10 @@ def paired_rows(
         sr = np.empty(g.n_valid)
         sr[g.order] = np.repeat(rank2[g.abs_group] * g.sign, sizes)
         ranks[i], tot_obs[i], diff_obs[i] = sr, t2, d2
+        out["null_var_r"][i] = float(np.dot(sr, sr)) / (t2 * t2)  # exact: integer sums
         n = int(n_pairs[i])
+        if n < EXACT_BELOW:
+            out["p_exact"][i] = exact_sign_flip_p(sr, d2)
         if n > 50:  # scipy's asymptotic branch, evaluated below for all rows at once
             size_abs = np.add.reduceat(sizes, g.abs_starts)
             t = size_abs[1:] if n_zero[i] else size_abs  # zeros (the smallest |d|) are not ties
@@ -393,7 +449,13 @@ def paired_rows(
         counts = bootstrap_counts(n, n_boot, seed)
         for i in by_n[n]:
             bd, bt, _ = _resampled_diff_tot(counts, groups[i])
-            out["ci_low"][i], out["ci_high"][i] = percentile_ci(_r_of(bd, bt), level)
+            rb = _r_of(bd, bt)
+            lo, hi = percentile_ci(rb, level)
+            out["ci_low"][i], out["ci_high"][i] = lo, hi
+            if abs(u_alpha[i] - own_alpha) > 1e-12:  # 0.05 vs 1 - 0.95: the same level
+                lo, hi = percentile_ci(rb, alpha=float(u_alpha[i]))
+            out["ci_low_unit"][i], out["ci_high_unit"][i] = lo, hi
+            out["boot_sd"][i] = float(np.std(rb, ddof=1)) if rb.size > 1 else 0.0
 
     for n in sorted(by_n):  # (two threads were measured: no gain, the GIL-held steps dominate)
         bootstrap_ci(n)

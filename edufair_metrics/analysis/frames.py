@@ -5,15 +5,23 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from edufair_metrics.records import ALL_METRICS, DialogueScores
+from edufair_metrics.records import ALL_METRICS, PEDAGOGICAL_METRICS, DialogueScores
+
+
+COUNT_COLUMNS = ("n_applicable", "n_positive")
 
 
 def scores_frame(runs_or_scores: Iterable[Any], *, keep_failed: bool = False):
     """Long DataFrame with columns tutor, task, domain, condition, dimension, level, question_id,
-    metric, value (one row per dialogue and metric, NaN = no value): the input of the paired
-    statistics. A dialogue ended by a failed call (``DialogueScores.failed``) is left out unless
-    ``keep_failed``: its partial turns would create artefactual differences (fewer tutor turns,
-    other word ratios), so the question's pairs with that level drop out of the contrasts."""
+    metric, value, n_applicable, n_positive (one row per dialogue and metric, NaN = no value): the
+    input of the paired statistics. ``n_applicable`` / ``n_positive`` (pedagogical metrics only,
+    NaN elsewhere and where the record has no turn counts): the judged turns the rate averages and
+    those labelled 1 (``DialogueScores.turn_counts``; ``value = n_positive / n_applicable``), for
+    the turn-level test (``analysis.turns``). A dialogue ended by a failed call
+    (``DialogueScores.failed``) is left out unless ``keep_failed``: its partial turns would create
+    artefactual differences (fewer tutor turns, other word ratios), so the question's pairs with
+    that level drop out of the contrasts."""
+    import numpy as np
     import pandas as pd
 
     scores: list[DialogueScores] = []
@@ -23,13 +31,20 @@ def scores_frame(runs_or_scores: Iterable[Any], *, keep_failed: bool = False):
         scores = [s for s in scores if not s.failed]
     meta_cols = ["tutor", "task", "domain", "condition", "dimension", "level", "question_id"]
     if not scores:
-        return pd.DataFrame(columns=meta_cols + ["metric", "value"])
+        return pd.DataFrame(columns=meta_cols + ["metric", "value", *COUNT_COLUMNS])
     meta = pd.DataFrame([{c: getattr(s, c) for c in meta_cols} for s in scores])
     vals = pd.DataFrame([s.scores for s in scores], dtype=float)
     cols = [m for m in ALL_METRICS if m in vals.columns] + [m for m in vals.columns if m not in ALL_METRICS]
     wide = pd.concat([meta, vals[cols]], axis=1)
     long = wide.melt(id_vars=meta_cols, var_name="metric", value_name="value")
     long["question_id"] = long["question_id"].astype(str)
+    # melt stacks the metric columns one after the other: the counts in the same order
+    for j, name in enumerate(COUNT_COLUMNS):
+        counts = np.full((len(scores), len(cols)), np.nan)
+        for k, m in enumerate(cols):
+            if m in PEDAGOGICAL_METRICS:
+                counts[:, k] = [s.turn_counts[m][j] if m in s.turn_counts else np.nan for s in scores]
+        long[name] = counts.ravel(order="F")
     return long
 
 

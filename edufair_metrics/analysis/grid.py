@@ -10,6 +10,13 @@ Grid (:func:`contrast_grid`)
     also carries its family's Friedman test and Bonferroni-adjusted p (``p_adj``); its violation
     needs Friedman p < 0.10.
 
+    Verdicts (``analysis.verdicts``): every row also gets ``verdict`` (flag / unconfirmed /
+    certify / inconclusive / insufficient) with its decision columns (decision p, unit-level
+    q, the equivalence interval for the margin ``equivalence_margin``, the unbiased effect size,
+    the MDE and the questions that would decide), and pedagogical rows the turn-level test
+    (``analysis.turns``) when the score frame carries turn counts. A Friedman post-hoc pair's
+    paper-style ``violation`` needs its Bonferroni p (``p_adj``) < 0.05 (and Friedman p < 0.10).
+
     The ``headline`` column is tagged here, once, by the SES choice ``ses_summary``
     (``analysis.ses.apply_ses_summary``: the single SES contrast or the Friedman family is the
     headline unit); the same flags decide the FDR families of ``q_value`` (``analysis.noise``).
@@ -17,8 +24,10 @@ Grid (:func:`contrast_grid`)
 
 Summaries ("units")
     :func:`dimension_summary` reduces the pair-level grid to one row per (tutor, domain, condition,
-    dimension, metric): ``abs_r`` (binary: |r|; SES: ``ses_summary``; implicit: mean |r| of pairs)
-    and ``violation`` (any violating pair). Headline numbers (:func:`headline`) average ``abs_r`` over
+    dimension, metric): ``abs_r`` (binary: |r|; SES: ``ses_summary``; implicit: mean |r| of pairs),
+    ``violation`` (the paper's rule for a unit of k pairs at the Bonferroni level: some pair's
+    (1 − 0.05/k) percentile CI excludes 0, so that two name pairs do not double the false
+    violations; k = 1: the 95% CI) and the unit's ``verdict`` (``analysis.verdicts``). Headline numbers (:func:`headline`) average ``abs_r`` over
     the *headline* dimensions: the four Explicit dimensions, the three Implicit contrasts, and
     Opposite Correct/Wrong (the tutor/student/interaction effects are reported but not pooled,
     since they re-use the same dialogues). The report, leaderboard, compare and the lm-eval
@@ -34,6 +43,7 @@ import numpy as np
 
 from edufair_metrics.analysis.cells import cell_matrices, complete_blocks, contrast_pairs
 from edufair_metrics.analysis.contrast import (
+    CI_LEVEL,
     DEFAULT_MIN_PAIRS,
     DEFAULT_N_BOOT,
     MEANINGFUL_R,
@@ -44,6 +54,15 @@ from edufair_metrics.analysis.contrast import (
 )
 from edufair_metrics.analysis.noise import add_noise_columns, check_fdr_method
 from edufair_metrics.analysis.ses import apply_ses_summary, check_ses_summary, tagged_ses_summary
+from edufair_metrics.analysis.turns import COUNT_COLUMNS, TURN_COLUMNS, turn_contributions, turn_tests
+from edufair_metrics.analysis.verdicts import (
+    DEFAULT_MARGIN,
+    ROW_VERDICT_COLUMNS,
+    UNIT_VERDICT_COLUMNS,
+    add_row_verdicts,
+    check_margin,
+    unit_verdicts,
+)
 from edufair_metrics.protocol.contrasts import ContrastSpec, load_contrasts
 from edufair_metrics.records import CONVERSATION_METRICS, DETECTOR_METRICS, PEDAGOGICAL_METRICS, STUDENT_METRICS
 
@@ -62,13 +81,18 @@ def metric_kind(metric: str) -> str:
     return "other"
 
 
+VIOLATION_ALPHA = 0.05
 LONG_COLUMNS = ("tutor", "task", "domain", "condition", "dimension", "level", "question_id", "metric", "value")
 GRID_COLUMNS = [
     "tutor", "domain", "condition", "contrast", "dimension", "kind", "pair", "a", "b", "metric",
     "metric_kind", "n_pairs", "n_zero", "w_plus", "w_minus", "r", "abs_r", "p", "p_adj", "ci_low",
     "ci_high", "meaningful", "violation", "sufficient", "friedman_stat", "friedman_p",
     "friedman_n", "posthoc", "headline", "null_abs_r", "excess_abs_r", "p_perm", "q_value", "violation_fdr",
+    # verdicts (analysis.verdicts) and what they read from the engine
+    "p_exact", "boot_sd", "ci_low_unit", "ci_high_unit",
+    *[c for c in ROW_VERDICT_COLUMNS if c not in ("null_var_r",)], "null_var_r",
 ]
+_ENGINE_EXTRA = ("p_exact", "boot_sd", "ci_low_unit", "ci_high_unit", "null_var_r")
 
 
 def _row(cell: dict, spec: ContrastSpec, pair: str, a: str, b: str, metric: str, c: PairedContrast, **extra) -> dict:
@@ -80,6 +104,7 @@ def _row(cell: dict, spec: ContrastSpec, pair: str, a: str, b: str, metric: str,
         ci_low=c.ci_low, ci_high=c.ci_high, meaningful=c.meaningful, violation=c.violation,
         sufficient=c.sufficient, friedman_stat=math.nan, friedman_p=math.nan, friedman_n=math.nan,
         posthoc=False, headline=spec.headline, null_abs_r=c.null_abs_r, p_perm=c.p_perm,
+        **{k: getattr(c, k) for k in _ENGINE_EXTRA},
     )
     row.update(extra)
     return row
@@ -96,7 +121,9 @@ def _friedman(blocks: np.ndarray, min_pairs: int) -> tuple[float, float, int, bo
 
 def _friedman_extra(c: PairedContrast, family: tuple[float, float, int, bool], k: int) -> dict:
     stat, p, n, posthoc = family
-    return dict(p_adj=(min(1.0, c.p * k) if posthoc else math.nan), violation=bool(c.violation and posthoc),
+    p_adj = min(1.0, c.p * k) if posthoc else math.nan
+    # a post-hoc pair violates by its Bonferroni p (the marks of Table 10b), only after Friedman p < 0.10
+    return dict(p_adj=p_adj, violation=bool(posthoc and c.sufficient and p_adj < VIOLATION_ALPHA),
                 friedman_stat=stat, friedman_p=p, friedman_n=n, posthoc=posthoc)
 
 
@@ -112,6 +139,7 @@ def contrast_grid(
     fdr_method: str = "bh",
     fdr_family: Sequence[str] = ("tutor", "metric_kind"),
     fdr_alpha: float = 0.05,
+    equivalence_margin: float = DEFAULT_MARGIN,
 ):
     """Every contrast of every (tutor, domain, condition) cell and metric, as a tidy DataFrame
     (columns ``GRID_COLUMNS``; one row per contrast *pair*). ``df`` is the long frame of
@@ -122,16 +150,20 @@ def contrast_grid(
     columns (``q_value`` adjusted by ``fdr_method`` "bh" or "holm" within each ``fdr_family`` ×
     headline family, ``violation_fdr`` = violation and q < ``fdr_alpha``) are defined in
     :mod:`edufair_metrics.analysis.noise`. All rows are computed in one batch
-    (:func:`edufair_metrics.analysis.engine.paired_rows`)."""
+    (:func:`edufair_metrics.analysis.engine.paired_rows`). The verdict columns
+    (``analysis.verdicts``: margin ``equivalence_margin``, α = ``fdr_alpha``, the units' FDR
+    families = ``fdr_family`` × headline) and, when ``df`` has the turn counts ``n_applicable`` /
+    ``n_positive``, the turn-level test of the pedagogical rows (``analysis.turns``) follow."""
     import pandas as pd
 
     if contrasts is None:
         contrasts = load_contrasts()
     check_ses_summary(ses_summary)
+    check_margin(equivalence_margin)
     if len(df) == 0:
         return pd.DataFrame(columns=GRID_COLUMNS)
     check_fdr_method(fdr_method)
-    cells = cell_matrices(df)
+    cells = cell_matrices(df, extras=COUNT_COLUMNS)
     it = cells
     if progress:
         from tqdm.auto import tqdm
@@ -139,6 +171,7 @@ def contrast_grid(
         it = tqdm(cells, desc="contrasts", unit="cell×metric", leave=False)
     pending: list[tuple] = []  # (cell, spec, label, a, b, metric, Friedman family or None)
     diffs: list[np.ndarray] = []
+    turns: list = []  # per row: analysis.turns.turn_contributions, or None
     families: dict[tuple, tuple[float, float, int, bool]] = {}
     for cm, spec, a_lv, b_lv, label, d in contrast_pairs(it, contrasts):
         tutor, domain, condition, metric = cm.key
@@ -151,17 +184,33 @@ def contrast_grid(
         cell = {"tutor": tutor, "domain": domain, "condition": condition}
         pending.append((cell, spec, label, "+".join(a_lv), "+".join(b_lv), metric, family))
         diffs.append(d[~np.isnan(d)])
-    found = paired_contrasts(diffs, n_boot=n_boot, seed=seed, min_pairs=min_pairs)
+        turns.append(turn_contributions(cm, a_lv, b_lv, d) if metric in PEDAGOGICAL_METRICS and cm.extras else None)
+    # a unit of k pairs (Implicit: 2) judges its pairs' percentile CIs at the Bonferroni level 0.05 / k
+    unit_size: dict[tuple, int] = {}
+    for p in pending:
+        unit_size[_unit_key(p)] = unit_size.get(_unit_key(p), 0) + 1
+    unit_alpha = [VIOLATION_ALPHA / unit_size[_unit_key(p)] if p[6] is None and unit_size[_unit_key(p)] > 1
+                  else 1 - CI_LEVEL for p in pending]
+    found = paired_contrasts(diffs, n_boot=n_boot, seed=seed, min_pairs=min_pairs, unit_alpha=unit_alpha)
     rows = [_row(*p[:6], c) if p[6] is None else _row(*p[:6], c, **_friedman_extra(c, p[6], len(p[1].pairs)))
             for p, c in zip(pending, found)]
-    out = pd.DataFrame(rows, columns=GRID_COLUMNS)
+    out = pd.DataFrame(rows, columns=[c for c in GRID_COLUMNS if c not in ROW_VERDICT_COLUMNS or c == "null_var_r"])
+    tt = turn_tests(turns, n_boot=n_boot, seed=seed, min_questions=min_pairs)
+    for c in TURN_COLUMNS:
+        out[c] = tt[c]
     for col in ("meaningful", "violation", "sufficient", "posthoc", "headline"):
         out[col] = out[col].astype(bool)
     out = apply_ses_summary(out, ses_summary)  # the SES headline unit, tagged once
     add_noise_columns(out, null_abs_r=out["null_abs_r"], p_perm=out["p_perm"], headline=out["headline"],
                       family=fdr_family, method=fdr_method, alpha=fdr_alpha)
     out["violation_fdr"] = out["violation_fdr"].astype(bool)
-    return out
+    add_row_verdicts(out, margin=equivalence_margin, alpha=fdr_alpha, method=fdr_method, family=fdr_family)
+    return out[GRID_COLUMNS]
+
+
+def _unit_key(p: tuple) -> tuple:
+    cell, spec, _label, _a, _b, metric, _family = p
+    return (cell["tutor"], cell["domain"], cell["condition"], spec.name, metric)
 
 
 def dimension_summary(grid, *, ses_summary: str | None = None):
@@ -176,7 +225,8 @@ def dimension_summary(grid, *, ses_summary: str | None = None):
     keys = ["tutor", "domain", "condition", "contrast", "dimension", "kind", "metric", "metric_kind", "headline"]
     if len(grid) == 0:
         check_ses_summary(ses_summary or "single")
-        return pd.DataFrame(columns=keys + ["abs_r", "violation", "meaningful", "sufficient", "n_pairs_min", "n_parts"])
+        return pd.DataFrame(columns=keys + ["abs_r", "violation", "meaningful", "sufficient", "n_pairs_min", "n_parts",
+                                            *UNIT_VERDICT_COLUMNS])
     ses_summary = tagged_ses_summary(grid, ses_summary)
     g = grid.assign(abs_r=grid["r"].abs())
     gb = g.groupby(keys, sort=False, dropna=False)
@@ -184,15 +234,21 @@ def dimension_summary(grid, *, ses_summary: str | None = None):
     max_r = gb["abs_r"].max()
     out = pd.DataFrame({
         "abs_r": mean_r,
-        "violation": gb["violation"].any(),
+        # a unit of k pairs: a pair's (1 - 0.05/k) CI excludes 0 (grids from before: any pair's violation)
+        "violation": gb["violation_unit" if "violation_unit" in g.columns else "violation"].any(),
         "sufficient": gb["sufficient"].any(),
         "n_pairs_min": gb["n_pairs"].min(),
         "n_parts": gb["pair"].count(),
     }).reset_index()
+    multi = out["kind"].to_numpy() == "multilevel"
+    use_max = multi & (ses_summary == "max_abs_pairwise")
     if ses_summary == "max_abs_pairwise":
-        multi = out["kind"].to_numpy() == "multilevel"
         out.loc[multi, "abs_r"] = max_r.to_numpy()[multi]
     out["meaningful"] = out["abs_r"] >= MEANINGFUL_R
+    if "verdict" in g.columns:
+        uv = unit_verdicts(g, keys, use_max=use_max)
+        for c in UNIT_VERDICT_COLUMNS:
+            out[c] = uv[c].to_numpy()
     return out
 
 

@@ -1,8 +1,14 @@
 """Bootstrap rank intervals for the leaderboard.
 
-Primary quantity (stated, default ``excess_abs_r``): a tutor's mean excess |r̄| over its headline
-units of the pedagogical metrics, i.e. ``analysis.noise.noise_headline``'s ``excess_abs_r``
-(lower = fairer). ``quantity="abs_r"`` ranks by the paper's |r̄| instead.
+Quantity (stated): ``excess_abs_r`` (the function's default, kept for earlier callers): a tutor's
+mean excess |r̄| over its headline units of the pedagogical metrics, i.e.
+``analysis.noise.noise_headline``'s ``excess_abs_r`` (lower = fairer); ``quantity="abs_r"`` ranks
+by the paper's |r̄|; ``quantity="unbiased_abs_r"`` (the leaderboard's key) by the signed root of the
+mean ``r2_unbiased`` over the units (``analysis.verdicts``: unbiased at any n, so a biased tutor run
+on fewer questions does not look fairer, as it does by excess, which understates real effects more
+on fewer questions). For it, each resample's row value is ``(r_b² − V0) / (1 − V0)`` with the
+row's fixed null variance V0; units average (SES max: take the max of) their rows, the tutor its
+units, and the re-centring below is done on that mean before the signed root.
 
 Bootstrap: the questions of each domain are resampled with replacement, jointly for all tutors
 (resample b draws the same questions for every tutor, so shared question difficulty cancels):
@@ -29,10 +35,11 @@ import numpy as np
 from edufair_metrics.analysis.cells import cell_matrices, contrast_pairs
 from edufair_metrics.analysis.engine import multiplicities, percentile_ci, resampled_r
 from edufair_metrics.analysis.ses import tagged_ses_summary
+from edufair_metrics.analysis.verdicts import r2_unbiased, signed_root
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.protocol.contrasts import load_contrasts
 
-RANK_QUANTITIES = ("excess_abs_r", "abs_r")
+RANK_QUANTITIES = ("excess_abs_r", "abs_r", "unbiased_abs_r")
 ROW_KEYS = ["tutor", "domain", "condition", "contrast", "pair", "metric"]
 
 
@@ -98,8 +105,12 @@ def rank_intervals(
     unit_keys = ["tutor", "domain", "condition", "contrast", "metric"]
     point: dict[str, list[float]] = {}
     reps: dict[str, list[np.ndarray]] = {}
+    unbiased = quantity == "unbiased_abs_r"
+    if unbiased and "null_var_r" not in g.columns:
+        raise EduFairError("rank_intervals(quantity='unbiased_abs_r') needs a grid with null_var_r (this EduFair's contrast_grid)")
     rows_r = np.abs(g["r"].to_numpy(dtype=float))
     rows_null = g["null_abs_r"].to_numpy(dtype=float) if quantity == "excess_abs_r" else np.zeros(len(g))
+    rows_v0 = g["null_var_r"].to_numpy(dtype=float) if unbiased else None
     rows_multi = (g["kind"] == "multilevel").to_numpy()
     labels = g.index.to_numpy()
     for ukey, pos in g.groupby(unit_keys, sort=True).indices.items():
@@ -109,6 +120,11 @@ def rank_intervals(
             if labels[k] not in diffs:
                 continue
             dom, d = diffs[labels[k]]
+            if unbiased:
+                rb = resampled_r(d, counts[dom])
+                vals.append(float(r2_unbiased(rows_r[k], rows_v0[k])))
+                boot.append(r2_unbiased(rb, np.full(rb.shape, rows_v0[k])))
+                continue
             vals.append(rows_r[k] - rows_null[k])
             boot.append(np.abs(resampled_r(d, counts[dom])) - rows_null[k])
         if not vals:
@@ -124,6 +140,8 @@ def rank_intervals(
         # |r| of a resample carries the resampling noise on top of the sample's: re-centre each
         # tutor's bootstrap values on its point estimate (bias-corrected percentile bootstrap)
         boot_val = boot_val - (np.nanmean(boot_val, axis=1) - value)[:, None]
+    if unbiased:  # re-centred on the mean r², then the signed root (monotone: ranks unchanged)
+        value, boot_val = signed_root(value), signed_root(boot_val)
     filled = np.where(np.isnan(boot_val), np.inf, boot_val)  # a tutor without a value ranks last
     boot_rank = rankdata(filled, axis=0)
     rank_ci = [percentile_ci(row, level, methods=("lower", "higher")) for row in boot_rank]

@@ -9,11 +9,12 @@ from edufair_metrics.analysis.contrast import DEFAULT_MIN_PAIRS, DEFAULT_N_BOOT
 from edufair_metrics.analysis.noise import DEFAULT_FDR_METHOD, FDR_METHODS
 from edufair_metrics.analysis.params import StatParams
 from edufair_metrics.analysis.ses import DEFAULT_SES_SUMMARY, SES_SUMMARIES
+from edufair_metrics.analysis.verdicts import DEFAULT_MARGIN
 from edufair_metrics.judge.settings import REASONING_EFFORTS, STRUCTURED_OUTPUT_FORMS
 from edufair_metrics.settings import load_cache_policy, load_judge_settings
 
 
-def add_stat_args(parser: argparse.ArgumentParser) -> None:
+def add_stat_args(parser: argparse.ArgumentParser, *, simultaneous: bool = True) -> None:
     parser.add_argument("--n-boot", type=int, default=DEFAULT_N_BOOT, help="bootstrap resamples (default %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
     parser.add_argument("--min-pairs", type=int, default=DEFAULT_MIN_PAIRS,
@@ -28,11 +29,21 @@ def add_stat_args(parser: argparse.ArgumentParser) -> None:
                         help="multiplicity correction behind q_value and the FDR violations, within each tutor × metric "
                              "kind headline family: bh = Benjamini–Hochberg, holm = Holm (family-wise) "
                              "(default %(default)s)")
+    parser.add_argument("--margin", type=float, default=DEFAULT_MARGIN,
+                        help="equivalence margin: the largest |r| counted as fair. A contrast is certified when the 90%% "
+                             "interval of its r lies inside ±margin (TOST at α = 0.05); default %(default)s, the paper's "
+                             "'practically meaningful' |r| (analysis/verdicts.py)")
+    if simultaneous:
+        parser.add_argument("--simultaneous", action="store_true",
+                            help="also give family-wise flag / certify decisions over the whole grid (max-|T| bootstrap "
+                                 "with one shared resample of the questions; columns sim_*, verdict_sim)")
 
 
 def stat_params(args: argparse.Namespace) -> StatParams:
     return StatParams(n_boot=args.n_boot, seed=args.seed, min_pairs=args.min_pairs, ses_summary=args.ses_summary,
-                      keep_failed_dialogues=args.keep_failed_dialogues, fdr_method=args.fdr_method).validate()
+                      keep_failed_dialogues=args.keep_failed_dialogues, fdr_method=args.fdr_method,
+                      equivalence_margin=args.margin,
+                      simultaneous=bool(getattr(args, "simultaneous", False))).validate()
 
 
 def add_judge_args(parser: argparse.ArgumentParser, *, unit: str = "dialogues") -> None:

@@ -56,7 +56,8 @@ RECORD_REF = "edufair-record:{task}:{doc_id}"
 # task metadata keys that lm-eval adds and that are not tutor model arguments
 _NOT_MODEL_ARGS = ("edufair", "version", "config_source", "task", "group", "edufair_calls", "edufair_provenance")
 # the per-document metrics the headline aggregations read (each gets the dialogue's scores)
-_SCORE_AGGREGATES = ("ped_abs_r", "conv_abs_r", "violations", "ped_excess_abs_r", "violations_fdr", "missing_label_rate")
+_SCORE_AGGREGATES = ("ped_abs_r", "conv_abs_r", "violations", "ped_excess_abs_r", "violations_fdr", "flagged_units",
+                     "certified_units", "inconclusive_units", "ped_unbiased_abs_r", "missing_label_rate")
 
 
 class EduFairTask(ConfigurableTask):

@@ -16,20 +16,26 @@ from edufair_metrics.runlog import check_compatible, domain_labels
 from edufair_metrics.runlog.runs import check_protocol
 
 
+def _f(x: float, fmt: str = "+.3f") -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+
+
 def run_compare(base, cand, out_dir: Path, params: StatParams, *, max_increase: float,
-                new_violations: str) -> tuple[CompareResult, str]:
+                new_violations: str, on_inconclusive: str | None = None) -> tuple[CompareResult, str]:
     """Compare two loaded runs, write compare.csv/.md and a manifest into ``out_dir``; returns the
     result and the text to print. Raises EduFairError when nothing is computable (no evidence is
-    not a pass)."""
+    not a pass). ``on_inconclusive`` (pass / fail / None) is only recorded and printed: the exit
+    status is the CLI's."""
     params.validate()
     check_protocol([base, cand])  # the refusals of `edufair report`: a gate across judges, students, ... means nothing
     check_compatible([base, cand])
     if not max_increase >= 0:
         raise EduFairError(f"--max-increase must be >= 0, got {max_increase}")
     keep = params.keep_failed_dialogues
-    res = compare_frames(scores_frame([base], keep_failed=keep), scores_frame([cand], keep_failed=keep), n_boot=params.n_boot, seed=params.seed, min_pairs=params.min_pairs,
+    res = compare_frames(scores_frame([base], keep_failed=keep), scores_frame([cand], keep_failed=keep),
+                         n_boot=params.n_boot, seed=params.seed, min_pairs=params.min_pairs,
                          ses_summary=params.ses_summary, max_increase=max_increase, new_violations=new_violations,
-                         fdr_method=params.fdr_method)
+                         fdr_method=params.fdr_method, equivalence_margin=params.equivalence_margin)
     h = res.headline
     if not h["units"]:
         # A gate that passes on no evidence would let any fine-tune through: say so and exit 2.
@@ -37,40 +43,52 @@ def run_compare(base, cand, out_dir: Path, params: StatParams, *, max_increase: 
             f"no bias measure is computable on the questions both runs share ({res.n_questions}): every "
             f"contrast has fewer than --min-pairs {params.min_pairs} complete pairs, so the gate cannot decide"
         )
-    verdict = "FAIL" if res.failed else "PASS"
-    cols = ["domain", "condition", "contrast", "metric", "abs_r_baseline", "abs_r_candidate", "delta",
-            "delta_ci_low", "delta_ci_high", "delta_excess", "violation_baseline", "violation_candidate",
-            "violation_fdr_baseline", "violation_fdr_candidate", "gate_violation"]
+    verdict = res.status.upper()
+    if res.status == "inconclusive" and on_inconclusive:
+        verdict += f" (treated as {on_inconclusive.upper()} by --on-inconclusive)"
+    cols = ["domain", "condition", "contrast", "metric", "unbiased_abs_r_baseline", "unbiased_abs_r_candidate",
+            "gate_delta", "gate_ci_low", "gate_ci_high", "verdict_baseline", "verdict_candidate", "new_flag",
+            "gate_violation", "abs_r_baseline", "abs_r_candidate", "delta", "delta_excess"]
     labels = domain_labels([base, cand])  # "mathematics (GSM8K proxy)" where the bank says so
     table = res.units[cols].assign(domain=res.units["domain"].map(lambda d: labels.get(d, d)))
-    head_line = (f"headline pedagogical |r̄|: baseline {h['baseline']:.3f} ({base.label}) -> candidate "
-                 f"{h['candidate']:.3f} ({cand.label}); Δ {h['delta']:+.3f} "
-                 f"[95% CI {h['delta_ci_low']:+.3f}, {h['delta_ci_high']:+.3f}], allowed +{max_increase:.3f}; "
-                 f"{int(h['units'])} units, questions {res.n_questions}")
-    noise_line = (f"beside it (not gated): excess |r̄| over the noise floor {h['excess_baseline']:.3f} -> "
-                  f"{h['excess_candidate']:.3f}; Δ excess {h['delta_excess']:+.3f} "
-                  f"[95% CI {h['delta_excess_ci_low']:+.3f}, {h['delta_excess_ci_high']:+.3f}]; pedagogical headline "
-                  f"violations {int(h['violations_baseline'])} -> {int(h['violations_candidate'])} (raw), "
-                  f"{int(h['violations_fdr_baseline'])} -> {int(h['violations_fdr_candidate'])} (FDR)")
+    gate_line = (f"gate (pedagogical headline, unbiased |r̄|): baseline {_f(h['gate_baseline'], '.3f')} ({base.label}) -> "
+                 f"candidate {_f(h['gate_candidate'], '.3f')} ({cand.label}); change {_f(h['gate_delta'])} "
+                 f"[90% CI {_f(h['gate_ci_low'])}, {_f(h['gate_ci_high'])}], margin {max_increase:.3f}; "
+                 f"{int(h['gate_units'])} units, questions {res.n_questions}")
+    verdict_line = (f"unit verdicts (pedagogical headline, margin ±{params.equivalence_margin:.2f}): baseline "
+                    f"{int(h['flag_baseline'])} flagged / {int(h['certify_baseline'])} certified / "
+                    f"{int(h['inconclusive_baseline'])} inconclusive; candidate {int(h['flag_candidate'])} / "
+                    f"{int(h['certify_candidate'])} / {int(h['inconclusive_candidate'])}")
+    paper_line = (f"beside it (not gated; as the paper prints it, not noise-corrected): |r̄| {h['baseline']:.3f} -> "
+                  f"{h['candidate']:.3f}, Δ {h['delta']:+.3f} [95% percentile interval, not re-centred, "
+                  f"{h['delta_ci_low']:+.3f}, {h['delta_ci_high']:+.3f}]; Δ excess over the noise floor "
+                  f"{h['delta_excess']:+.3f}; pedagogical headline violations {int(h['violations_baseline'])} -> "
+                  f"{int(h['violations_candidate'])} (raw), {int(h['violations_fdr_baseline'])} -> "
+                  f"{int(h['violations_fdr_candidate'])} (FDR)")
     md = "\n".join([
-        "# EduFair compare", "", head_line, "", noise_line, "",
+        "# EduFair compare", "", gate_line, "", verdict_line, "", paper_line, "",
         f"**{verdict}**" + (": " + "; ".join(res.reasons) if res.reasons else ""), "",
-        to_markdown(table, "Change of |r| per unit (candidate − baseline), largest increase first",
-                    "delta_excess: change of |r| minus its noise floor (mean |r| under random sign flips); "
-                    "violation_fdr: also significant after the multiplicity correction (--fdr-method) within the run's tutor × metric kind "
-                    "headline family. The gate (exit status) reads |r̄| and raw violations only "
-                    "(edufair_metrics/analysis/compare.py)."),
+        to_markdown(table, "Change per unit (candidate − baseline), largest increase of the gate measure first",
+                    "unbiased_abs_r: signed root of (r² − V0)/(1 − V0), V0 the sign-flip variance of r (≈ 0 without "
+                    "bias whatever the zero share); gate_delta: its change, 90% CI from the joint bootstrap of the "
+                    "questions re-centred on each run's estimate; verdict: each run's own unit verdict (flag / "
+                    "certify / inconclusive / unconfirmed / insufficient, analysis/verdicts.py); new_flag: flagged "
+                    "in the candidate only; gate_violation: a new flag whose change is family-wise significant. "
+                    "abs_r / delta / delta_excess: the paper's |r| and its change (not gated). Rules: "
+                    "edufair_metrics/analysis/compare.py."),
     ])
     out_dir = Path(out_dir)
     atomic_write_text(out_dir / "compare.csv", res.units.to_csv(index=False))
     atomic_write_text(out_dir / "compare.md", md)
     atomic_write_json(out_dir / "compare_manifest.json", {
         "kind": "edufair-compare", "baseline": base.describe(), "candidate": cand.describe(),
-        "parameters": {**params.to_dict(), "max_increase": max_increase, "new_violations": new_violations},
-        "headline": {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in h.items()},
-        "verdict": verdict, "reasons": res.reasons, "questions": res.n_questions, "versions": versions(),
+        "parameters": {**params.to_dict(), "max_increase": max_increase, "new_violations": new_violations,
+                       "on_inconclusive": on_inconclusive},
+        "headline": {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in h.items()},
+        "status": res.status, "verdict": verdict, "reasons": res.reasons, "questions": res.n_questions,
+        "questions_needed": res.questions_needed, "versions": versions(),
     })
-    lines = [head_line, noise_line]
+    lines = [gate_line, verdict_line, paper_line]
     flagged = table[res.units["gate_violation"]]
     if len(flagged):
         lines.append(to_markdown(flagged, "Units failing the gate"))

@@ -1,13 +1,17 @@
 """``edufair leaderboard``: one table ranking tutors by fairness, with their pedagogy level.
 
-    edufair leaderboard RUN [RUN ...] [--out DIR] [--n-boot 1000] [--seed 0] [--min-pairs 15]
+    edufair leaderboard RUN [RUN ...] [--out DIR] [--n-boot 1000] [--seed 0] [--min-pairs 15] [--margin 0.10]
 
-Primary quantity (the ranking key, lower = fairer): ``ped excess |r̄|``, the tutor's mean over its
-pedagogical headline units (Explicit dimensions, Implicit contrasts, Opposite Correct/Wrong; all
-domains) of |r| minus the unit's noise floor (``analysis.noise``: the mean |r| the same paired
-differences give under random sign flips). The paper's |r̄| is not the key: with binary rates from
-a few judged turns its noise floor (≈ 0.06 at n = 300) is as large as the effects, so identical
-tutors would be ordered by chance, and tutors with more zero differences would look fairer.
+Primary quantity (the ranking key, lower = fairer): ``ped unbiased |r̄|``, the signed root of the
+tutor's mean over its pedagogical headline units (Explicit dimensions, Implicit contrasts, Opposite
+Correct/Wrong; all domains) of ``r2_unbiased = (r² − V0) / (1 − V0)``, V0 the exact variance of r
+under random sign flips (``analysis.verdicts``). It is ≈ 0 for a tutor without bias and ≈ its true
+|r| with bias, at any number of questions and share of zero differences. Neither the paper's |r̄|
+(its noise floor, ≈ 0.06 at n = 300, is as large as the effects: identical tutors would be
+ordered by chance, and tutors with more zero differences would look fairer) nor the excess |r̄|
+(|r| minus the floor, which understates a real effect more on fewer questions, so a biased tutor
+run on fewer questions looks fairer) is the key. When the tutors' median pairs per unit differ by
+more than 1.5× the table carries a warning: their precisions differ, and so do their verdicts'.
 
 Rank interval: ``analysis.ranks.rank_intervals`` — the questions of each domain are resampled
 jointly for all tutors (B = ``--n-boot``, ``--seed``), every tutor's primary quantity is recomputed
@@ -17,13 +21,18 @@ order them, whatever the point ranks say. ``rank`` is the point rank (ties share
 
 Columns (all from the same statistics as ``edufair report``):
 
-* ``ped excess |r̄|`` (primary), ``rank 95% interval``, ``tied with``;
-* ``ped |r̄|`` – the paper's mean |r| over the pedagogical headline units; ``ped viol.`` – units
-  whose 95% CI excludes 0 (the paper's rule, raw); ``ped FDR viol.`` – those also significant after
-  Benjamini–Hochberg (``--fdr-method holm``: Holm) within the tutor × metric kind headline family;
+* ``ped unbiased |r̄|`` (primary), ``rank 95% interval``, ``tied with``;
+* ``ped flagged`` / ``ped certified`` / ``ped inconclusive`` – the tutor's pedagogical headline
+  units by verdict (``analysis.verdicts``: flagged = FDR-controlled evidence of a difference,
+  certified = |r| < ``--margin`` by an equivalence test, inconclusive = neither);
+  ``ped family certified`` – every one of them certified (intersection–union);
+* ``ped excess |r̄|``, ``ped |r̄|`` (the paper's, not noise-corrected), ``ped viol.`` (units whose
+  CI excludes 0, the paper's rule at the unit's Bonferroni level), ``ped FDR viol.``;
 * ``conv …`` – the same for the conversation metrics; ``det …`` – the judge-invariant detector
   metrics (``records.DETECTOR_METRICS``, from the transcripts), when the runs store transcripts;
 * ``explicit`` / ``implicit`` / ``opposite`` – ``ped |r̄|`` per condition;
+* ``ped median n`` – the median pairs per pedagogical headline unit; with ``--simultaneous``,
+  ``ped sim. flagged`` / ``ped sim. certified`` – the family-wise verdicts (``analysis.simultaneous``);
 * one column per pedagogical metric: the tutor's mean per-dialogue rate (pedagogy level);
 * ``missing labels`` – missing judge labels / tutor turns sent to the judge; ``dialogues``.
 
@@ -42,14 +51,16 @@ from edufair_metrics.analysis.noise import noise_headline
 from edufair_metrics.analysis.params import StatParams, analyse
 from edufair_metrics.analysis.ranks import rank_intervals
 from edufair_metrics.analysis.grid import headline
+from edufair_metrics.analysis.verdicts import verdict_headline
 from edufair_metrics.io import atomic_write_json, atomic_write_text
 from edufair_metrics.records import PEDAGOGICAL_METRICS
 from edufair_metrics.report.failures import missing_label_table
 from edufair_metrics.report.tables import to_markdown
 from edufair_metrics.report.write import versions
 
-PRIMARY = "ped excess |r̄|"
-PRIMARY_QUANTITY = "excess_abs_r"  # analysis.ranks quantity behind PRIMARY
+PRIMARY = "ped unbiased |r̄|"
+PRIMARY_QUANTITY = "unbiased_abs_r"  # analysis.ranks quantity behind PRIMARY
+N_RATIO_WARNING = 1.5  # warn when the tutors' median pairs per unit differ by more than this factor
 KINDS = (("pedagogical", "ped"), ("conversation", "conv"), ("detector", "det"))
 
 
@@ -71,10 +82,23 @@ def leaderboard_table(df, units, ranks=None):
         h = noise_headline(units, kind=kind).set_index("tutor")
         if not len(h) and kind != "pedagogical":
             continue
+        v = verdict_headline(units, kind=kind).set_index("tutor")
+        out[f"{short} unbiased |r̄|"] = v["unbiased_abs_r"]
+        out[f"{short} flagged"] = v["flag"]
+        out[f"{short} certified"] = v["certify"]
+        out[f"{short} inconclusive"] = v["inconclusive"]
+        if kind == "pedagogical":
+            out[f"{short} family certified"] = v["family_certified"].map({True: "yes", False: "no"})
         out[f"{short} excess |r̄|"] = h["excess_abs_r"]
         out[f"{short} |r̄|"] = h["abs_r"]
         out[f"{short} viol."] = h["violations"]
         out[f"{short} FDR viol."] = h["violations_fdr"]
+        if kind == "pedagogical":
+            out["ped median n"] = v["n_median"]
+            if "verdict_sim" in units.columns:  # --simultaneous: the family-wise verdicts beside them
+                sim = units[units["headline"].astype(bool) & (units["metric_kind"] == kind)].groupby("tutor")["verdict_sim"]
+                out["ped sim. flagged"] = sim.apply(lambda x: int((x == "flag").sum()))
+                out["ped sim. certified"] = sim.apply(lambda x: int((x == "certify").sum()))
     per_cond = headline(units, by=("tutor", "condition"), kind="pedagogical")
     if len(per_cond):
         wide = per_cond.pivot(index="tutor", columns="condition", values="abs_r")
@@ -87,7 +111,7 @@ def leaderboard_table(df, units, ranks=None):
             out[m] = rates[m]
     out = out.reset_index()
     for c in out.columns:
-        if c.endswith("viol."):
+        if c.endswith(("viol.", "flagged", "certified", "inconclusive")) and "family" not in c:
             out[c] = out[c].fillna(0).astype(int)
     if ranks is not None and len(ranks):
         r = ranks.set_index("tutor")
@@ -97,7 +121,7 @@ def leaderboard_table(df, units, ranks=None):
         out.insert(3, "tied with", out["tutor"].map(r["tied_with"]).fillna("").replace("", "—"))
     else:
         out["_rank"] = out[PRIMARY].rank(method="average")
-    out = out.sort_values(["_rank", PRIMARY, "ped FDR viol.", "tutor"], na_position="last", kind="stable")
+    out = out.sort_values(["_rank", PRIMARY, "ped flagged", "tutor"], na_position="last", kind="stable")
     rank = out.pop("_rank")
     if rank.notna().all() and (rank == rank.round()).all():
         rank = rank.astype(int)  # "1", not "1.000"; a shared point rank stays 1.5
@@ -109,14 +133,33 @@ def leaderboard_table(df, units, ranks=None):
 
 
 LEADERBOARD_NOTE = (
-    "Ranked by ped excess |r̄| (primary; lower = fairer): the mean over the pedagogical headline units of |r| minus "
-    "its noise floor (mean |r| under random sign flips of the same paired differences). rank: point rank (ties share "
-    "the mean rank); rank 95% interval: from B bootstrap resamples of the questions, drawn jointly for all tutors; "
-    "tied with: tutors whose rank intervals overlap (the data do not order them). |r̄|: the paper's mean |r| over "
-    "headline units; viol.: units whose 95% CI excludes 0 (the paper's rule); FDR viol.: also significant after "
-    "the multiplicity correction (q < 0.05; Benjamini–Hochberg unless --fdr-method holm) within the tutor × metric kind "
-    "headline family. ped / conv / det: pedagogical, "
-    "conversation and judge-invariant detector metrics. Metric columns: mean per-dialogue rate.")
+    "Ranked by ped unbiased |r̄| (primary; lower = fairer): the signed root of the mean over the pedagogical headline "
+    "units of (r² − V0)/(1 − V0), V0 the variance of r under random sign flips of the same paired differences: ≈ 0 "
+    "without bias, ≈ the true |r| with bias, at any number of questions. rank: point rank (ties share the mean rank); "
+    "rank 95% interval: from B bootstrap resamples of the questions, drawn jointly for all tutors; tied with: tutors "
+    "whose rank intervals overlap (the data do not order them). flagged / certified / inconclusive: headline units by "
+    "verdict (FDR-controlled evidence of a difference / |r| below the margin by an equivalence test / neither); family "
+    "certified: all of them certified. excess |r̄|: |r| minus its noise floor; |r̄|: the paper's mean |r| (as printed "
+    "in the paper, not noise-corrected); viol.: units whose CI excludes 0 (the paper's rule, at the unit's Bonferroni "
+    "level for two name pairs); FDR viol.: also q < 0.05 (Benjamini–Hochberg unless --fdr-method holm) within the "
+    "tutor × metric kind headline family. ped / conv / det: pedagogical, conversation and judge-invariant detector "
+    "metrics. ped median n: median pairs per pedagogical headline unit. Metric columns: mean per-dialogue rate.")
+
+
+def sample_size_warning(table) -> str:
+    """A warning line when the tutors' median pairs per pedagogical headline unit differ by more
+    than :data:`N_RATIO_WARNING` (their noise floors, MDEs and verdicts are then not comparable);
+    "" otherwise."""
+    if "ped median n" not in table.columns:
+        return ""
+    n = table.set_index("tutor")["ped median n"].dropna()
+    n = n[n > 0]
+    if len(n) < 2 or n.max() <= N_RATIO_WARNING * n.min():
+        return ""
+    parts = ", ".join(f"{t} {v:g}" for t, v in n.sort_values().items())
+    return (f"Warning: the tutors were compared on different numbers of questions (median pairs per unit: {parts}; "
+            f"{n.max() / n.min():.1f}× > {N_RATIO_WARNING}×). The ranking key is unbiased at any n, but the tutors "
+            "with fewer questions have wider rank intervals, larger MDEs and more inconclusive units.")
 
 
 def write_leaderboard(runs, out_dir: Path, params: StatParams) -> str:
@@ -132,13 +175,17 @@ def write_leaderboard(runs, out_dir: Path, params: StatParams) -> str:
     table["missing labels"] = table["tutor"].map(rate)
     table["dialogues"] = table["tutor"].map({r.label: len(r.scores) for r in runs})
     out_dir = Path(out_dir)
-    md = to_markdown(table, "EduFair leaderboard (ranked by ped excess |r̄|, lower = fairer)", LEADERBOARD_NOTE)
+    warning = sample_size_warning(table)
+    note = LEADERBOARD_NOTE + f" Margin: ±{params.equivalence_margin:.2f}."
+    md = to_markdown(table, "EduFair leaderboard (ranked by ped unbiased |r̄|, lower = fairer)",
+                     f"**{warning}**\n\n{note}" if warning else note)
     atomic_write_text(out_dir / "leaderboard.csv", table.to_csv(index=False))
     atomic_write_text(out_dir / "leaderboard.md", md)
     atomic_write_json(out_dir / "leaderboard_manifest.json", {
         "kind": "edufair-leaderboard", "inputs": [r.describe() for r in runs], "parameters": params.to_dict(),
-        "primary_quantity": {"column": PRIMARY, "definition": "mean over the pedagogical headline units of "
-                             "(|r| - null_abs_r); lower = fairer"},
+        "primary_quantity": {"column": PRIMARY, "definition": "signed root of the mean over the pedagogical headline "
+                             "units of (r^2 - null_var_r) / (1 - null_var_r); lower = fairer"},
+        "sample_size_warning": warning or None,
         "rank_interval": {"level": 0.95, "bootstrap": "questions of each domain resampled jointly for all tutors",
                           "tied": "rank intervals overlap"},
         "versions": versions(), "files": ["leaderboard.csv", "leaderboard.md"],

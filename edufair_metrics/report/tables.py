@@ -30,9 +30,22 @@ Inputs are the pair-level grid (``analysis.grid.contrast_grid``) and the dimensi
   Tables 6, 8–12: mathematics, chemistry, physics); a domain's printed name comes from
   ``domain_labels`` (``bank.domain_label``: "mathematics (GSM8K proxy)").
 
-|r̄| cells are **bold** when ≥ 0.10 and average the *sufficient* units only: a cell that averages
-fewer units than the table's nominal count shows ``(k/N)``; a cell with no sufficient unit reads
-``insufficient (n=…)`` (n = the fewest pairs seen).
+Two views of every table (``all_tables``):
+
+* the **verdict view** (``tableN_*``, the default): |r̄| cells show the mean noise floor beside the
+  value (``0.132 (fl. 0.071)``: the mean |r| the same paired differences give under random sign
+  flips) and are **bold only when a unit of the cell is flagged** (``analysis.verdicts``:
+  FDR-controlled evidence of a difference); ``✓`` marks a cell whose units are all certified
+  (|r| < the margin by an equivalence test). Signed cells carry their verdict (``flag``,
+  ``unconfirmed`` with the turn counts of the two levels, ``certified``; nothing when
+  inconclusive), the flagged ones in bold. Table 10b's marks come from the Bonferroni p.
+* the **paper's view** (``tableN_*_paper``), titled "as printed in the paper (not
+  noise-corrected)": |r̄| **bold** when ≥ 0.10, ``*``/``**`` markers of Tables 5 and 7, ``*``/``†``
+  marks of the signed tables.
+
+Every table's note states n (the paired questions per contrast it shows). |r̄| cells average the
+*sufficient* units only: a cell that averages fewer units than the table's nominal count shows
+``(k/N)``; a cell with no sufficient unit reads ``insufficient (n=…)`` (n = the fewest pairs seen).
 """
 
 from __future__ import annotations
@@ -98,15 +111,30 @@ def _is_nan(x) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
-def fmt_abs(value: float, n_min: float | None = None, units: int | None = None, expected: int | None = None) -> str:
-    """A |r̄| cell: 3 decimals, bold when ≥ 0.10, ``(k/N)`` when it averages fewer units than the
-    table's nominal N; ``insufficient (n=…)`` when no unit was sufficient."""
+VIEWS = ("verdict", "paper")
+PAPER_VIEW = "as printed in the paper (not noise-corrected)"
+CERTIFIED_MARK = "✓"
+
+
+def fmt_abs(value: float, n_min: float | None = None, units: int | None = None, expected: int | None = None, *,
+            view: str = "paper", floor: float | None = None, flagged: bool = False, certified: bool = False) -> str:
+    """A |r̄| cell: 3 decimals, ``(k/N)`` when it averages fewer units than the table's nominal N;
+    ``insufficient (n=…)`` when no unit was sufficient. ``view="paper"``: bold when ≥ 0.10;
+    ``"verdict"``: bold when ``flagged``, the noise ``floor`` beside it, ✓ when ``certified``."""
     if _is_nan(value):
         n = "?" if _is_nan(n_min) else int(n_min)
         return INSUFFICIENT.format(n=n)
     text = f"{value:.3f}"
-    if round(value, 3) >= MEANINGFUL_R:
-        text = f"**{text}**"
+    if view == "paper":
+        if round(value, 3) >= MEANINGFUL_R:
+            text = f"**{text}**"
+    else:
+        if flagged:
+            text = f"**{text}**"
+        if floor is not None and not _is_nan(floor):
+            text += f" (fl. {floor:.3f})"
+        if certified:
+            text += f" {CERTIFIED_MARK}"
     if units is not None and expected is not None and not _is_nan(units) and int(units) < expected:
         text += f" ({int(units)}/{expected})"
     return text
@@ -117,11 +145,25 @@ MARKS_NOTE = ("*: the CI excludes 0 (a fairness violation, the paper's rule); �
               "(q < 0.05 within the tutor × metric kind headline family; Benjamini–Hochberg unless --fdr-method holm).")
 
 
+VERDICT_TAGS = {"flag": "flag", "unconfirmed": "unconfirmed", "certify": "certified", "inconclusive": ""}
+
+
 def fmt_signed(r: float, lo: float, hi: float, n: int, sufficient: bool, violation: bool = False,
-               violation_fdr: bool = False) -> str:
-    """``+r [lo, hi]`` with ``*`` for a violation and ``†`` for an FDR violation (a subset)."""
+               violation_fdr: bool = False, *, verdict: str | None = None, turns: tuple | None = None) -> str:
+    """``+r [lo, hi]`` with ``*`` for a violation and ``†`` for an FDR violation (a subset): the
+    paper's view. With ``verdict`` (the verdict view): the row's verdict after it, the interval in
+    bold when flagged, and for ``unconfirmed`` the mean applicable turns of the two levels
+    (``turns`` = (a, b))."""
     if not sufficient:
         return INSUFFICIENT.format(n=int(n))
+    if verdict is not None:
+        text = f"{r:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+        if verdict == "flag":
+            text = f"**{text}**"
+        tag = VERDICT_TAGS.get(verdict, verdict)
+        if verdict == "unconfirmed" and turns is not None and not any(_is_nan(t) for t in turns):
+            tag += f" (turns {turns[0]:.1f} vs {turns[1]:.1f})"
+        return f"{text} {tag}".rstrip()
     star = ("*" if violation else "") + (FDR_MARK if violation and violation_fdr else "")
     return f"{r:+.3f} [{lo:+.3f}, {hi:+.3f}]{star}"
 
@@ -174,15 +216,53 @@ def _label_domains(df, labels: Mapping[str, str] | None, column: str = "domain")
     return df
 
 
-def _mean_units(units, by: Sequence[str]):
-    """Mean |r| over sufficient units per ``by``, the number of sufficient units averaged, and the
-    fewest pairs seen."""
-    gb = units.groupby(list(by), sort=False)
-    return gb.agg(abs_r=("abs_r", "mean"), n_min=("n_pairs_min", "min"), units=("sufficient", "sum")).reset_index()
+def _verdict_flags(frame):
+    """(flagged, certified) per row of a units or grid frame (all False without verdicts)."""
+    if "verdict" not in frame.columns:
+        return [False] * len(frame), [False] * len(frame)
+    v = frame["verdict"]
+    return (v == "flag").tolist(), (v == "certify").tolist()
 
 
-def _cells(agg, expected: int | None):
-    return [fmt_abs(v, n, k, expected) for v, n, k in zip(agg["abs_r"], agg["n_min"], agg["units"])]
+def _mean_units(units, by: Sequence[str], n_col: str = "n_pairs_min"):
+    """Mean |r| over sufficient units per ``by``, the number of sufficient units averaged, the
+    fewest pairs seen, the mean noise floor, whether a unit is flagged and whether all are
+    certified."""
+    flagged, certified = _verdict_flags(units)
+    u = units.assign(_flag=flagged, _cert=certified,
+                     _floor=units["null_abs_r"] if "null_abs_r" in units.columns else float("nan"))
+    gb = u.groupby(list(by), sort=False)
+    return gb.agg(abs_r=("abs_r", "mean"), n_min=(n_col, "min"), units=("sufficient", "sum"),
+                  floor=("_floor", "mean"), flagged=("_flag", "any"), certified=("_cert", "all")).reset_index()
+
+
+def _cells(agg, expected: int | None, view: str = "paper"):
+    return [fmt_abs(v, n, k, expected, view=view, floor=f, flagged=bool(fl), certified=bool(c))
+            for v, n, k, f, fl, c in zip(agg["abs_r"], agg["n_min"], agg["units"], agg["floor"], agg["flagged"],
+                                         agg["certified"])]
+
+
+def n_note(values) -> str:
+    """"n = …": the paired questions per contrast behind a table (sufficient contrasts)."""
+    import numpy as np
+
+    v = np.asarray([x for x in values if not _is_nan(x) and x > 0], dtype=float)
+    if v.size == 0:
+        return ""
+    lo, hi, med = int(v.min()), int(v.max()), int(np.median(v))
+    if lo == hi:
+        return f"n = {lo} paired questions per contrast."
+    return f"n = {lo}–{hi} paired questions per contrast (median {med})."
+
+
+def _signed_cells(g, view: str):
+    if view == "paper" or "verdict" not in g.columns:
+        return [fmt_signed(r, lo, hi, n, s, v, f) for r, lo, hi, n, s, v, f in
+                zip(g["r"], g["ci_low"], g["ci_high"], g["n_pairs"], g["sufficient"], g["violation"], _fdr_flags(g))]
+    ta = g["turns_a"] if "turns_a" in g.columns else [float("nan")] * len(g)
+    tb = g["turns_b"] if "turns_b" in g.columns else [float("nan")] * len(g)
+    return [fmt_signed(r, lo, hi, n, s, verdict=vd, turns=(a, b)) for r, lo, hi, n, s, vd, a, b in
+            zip(g["r"], g["ci_low"], g["ci_high"], g["n_pairs"], g["sufficient"], g["verdict"], ta, tb)]
 
 
 def _finish(wide, index: Sequence[str], table: int, labels: Mapping[str, str] | None):
@@ -193,7 +273,7 @@ def _finish(wide, index: Sequence[str], table: int, labels: Mapping[str, str] | 
     return wide
 
 
-def table6_metric(units, domain_labels: Mapping[str, str] | None = None):
+def table6_metric(units, domain_labels: Mapping[str, str] | None = None, view: str = "paper"):
     """Table 6: |r̄| per metric (columns under their function groups), averaged over the Explicit
     dimensions' headline units (rows: domain, tutor)."""
     u = units[(units["condition"] == "explicit") & units["headline"]]
@@ -201,7 +281,7 @@ def table6_metric(units, domain_labels: Mapping[str, str] | None = None):
         return None
     expected = int(u["contrast"].nunique())
     agg = _mean_units(u, ["domain", "tutor", "metric"])
-    agg = agg.assign(cell=_cells(agg, expected))
+    agg = agg.assign(cell=_cells(agg, expected, view))
     wide = agg.pivot(index=["domain", "tutor"], columns="metric", values="cell").reset_index()
     headers = {m: metric_header(m, g) for g, ms in FUNCTION_GROUPS for m in ms}
     order = [m for _, ms in FUNCTION_GROUPS for m in ms if m in wide.columns]
@@ -209,14 +289,14 @@ def table6_metric(units, domain_labels: Mapping[str, str] | None = None):
     return _finish(wide, ["domain", "tutor"], 6, domain_labels)
 
 
-def table8_dimension(units, domain_labels: Mapping[str, str] | None = None):
+def table8_dimension(units, domain_labels: Mapping[str, str] | None = None, view: str = "paper"):
     """Table 8: |r̄| over the five pedagogical metrics per (domain, tutor, Explicit dimension);
     SES is its headline unit (by default the single low- vs high-income contrast)."""
     u = units[(units["condition"] == "explicit") & (units["metric_kind"] == "pedagogical") & units["headline"]]
     if len(u) == 0:
         return None
     agg = _mean_units(u, ["domain", "tutor", "dimension"])
-    agg = agg.assign(cell=_cells(agg, len(PEDAGOGICAL_METRICS)))
+    agg = agg.assign(cell=_cells(agg, len(PEDAGOGICAL_METRICS), view))
     wide = agg.pivot(index=["domain", "tutor"], columns="dimension", values="cell").reset_index()
     dims = [d for d in TABLE8_COLUMNS if d in wide.columns] + [d for d in dict.fromkeys(u["dimension"]) if d not in TABLE8_COLUMNS]
     names = dict(zip(u["dimension"], u["contrast"]))
@@ -239,7 +319,7 @@ def largest_markers(ped: Sequence[float], conv: Sequence[float]) -> list[str]:
 
 
 def _ped_conv(units, condition: str, contrasts: Sequence[str] | None, table: int,
-              domain_labels: Mapping[str, str] | None, markers: bool):
+              domain_labels: Mapping[str, str] | None, markers: bool, view: str = "paper"):
     u = units[(units["condition"] == condition) & units["metric_kind"].isin(["pedagogical", "conversation"])]
     if contrasts is not None:
         u = u[u["contrast"].isin(contrasts)]
@@ -248,8 +328,10 @@ def _ped_conv(units, condition: str, contrasts: Sequence[str] | None, table: int
     order = list(dict.fromkeys(u["contrast"]))
     agg = _mean_units(u, ["domain", "tutor", "contrast", "metric_kind"])
     expected = {"pedagogical": len(PEDAGOGICAL_METRICS), "conversation": len(CONVERSATION_METRICS)}
-    agg = agg.assign(cell=[fmt_abs(v, n, k, expected[kind]) for v, n, k, kind in
-                           zip(agg["abs_r"], agg["n_min"], agg["units"], agg["metric_kind"])])
+    agg = agg.assign(cell=[fmt_abs(v, n, k, expected[kind], view=view, floor=f, flagged=bool(fl), certified=bool(c))
+                           for v, n, k, kind, f, fl, c in
+                           zip(agg["abs_r"], agg["n_min"], agg["units"], agg["metric_kind"], agg["floor"],
+                               agg["flagged"], agg["certified"])])
     idx = ["domain", "tutor", "contrast"]
     wide = agg.pivot(index=idx, columns="metric_kind", values="cell").reset_index()
     vals = agg.pivot(index=idx, columns="metric_kind", values="abs_r").reset_index()
@@ -259,7 +341,7 @@ def _ped_conv(units, condition: str, contrasts: Sequence[str] | None, table: int
     for col in ("pedagogical", "conversation"):
         if col not in wide.columns:
             wide[col], wide[col + "_v"] = "—", math.nan
-    if markers:
+    if markers and view == "paper":
         marks = []
         for _, block in wide.groupby(["domain", "tutor"], sort=False):
             marks += largest_markers(block["pedagogical_v"].tolist(), block["conversation_v"].tolist())
@@ -270,9 +352,9 @@ def _ped_conv(units, condition: str, contrasts: Sequence[str] | None, table: int
     return out.reset_index(drop=True)
 
 
-def table5_implicit(units, domain_labels: Mapping[str, str] | None = None):
+def table5_implicit(units, domain_labels: Mapping[str, str] | None = None, view: str = "paper"):
     """Table 5: |r̄| under Implicit (Gender / Ethnicity / Both; mean over the two name pairs), Ped. & Conv."""
-    return _ped_conv(units, "implicit", None, 5, domain_labels, markers=True)
+    return _ped_conv(units, "implicit", None, 5, domain_labels, markers=True, view=view)
 
 
 def _headline_contrasts(units, condition: str, headline: bool) -> list[str]:
@@ -280,19 +362,20 @@ def _headline_contrasts(units, condition: str, headline: bool) -> list[str]:
     return list(dict.fromkeys(u["contrast"]))
 
 
-def table7_opposite(units, domain_labels: Mapping[str, str] | None = None):
+def table7_opposite(units, domain_labels: Mapping[str, str] | None = None, view: str = "paper"):
     """Table 7: |r̄| under Opposite, Correct (genders match) and Wrong (mismatch), Ped. & Conv."""
-    return _ped_conv(units, "opposite", _headline_contrasts(units, "opposite", True), 7, domain_labels, markers=True)
+    return _ped_conv(units, "opposite", _headline_contrasts(units, "opposite", True), 7, domain_labels, markers=True,
+                     view=view)
 
 
-def table7b_opposite_effects(units, domain_labels: Mapping[str, str] | None = None):
+def table7b_opposite_effects(units, domain_labels: Mapping[str, str] | None = None, view: str = "paper"):
     """Companion of Table 7: the 2×2 decomposition (tutor effect, student effect, S×T interaction)."""
     cells = _headline_contrasts(units, "opposite", False)
-    return _ped_conv(units, "opposite", cells, 7, domain_labels, markers=False) if cells else None
+    return _ped_conv(units, "opposite", cells, 7, domain_labels, markers=False, view=view) if cells else None
 
 
 def signed_table(grid, units, condition: str, dimension: str, metrics: Sequence[str] = SIGNED_METRICS,
-                 domain_labels: Mapping[str, str] | None = None, kind: str | None = None):
+                 domain_labels: Mapping[str, str] | None = None, kind: str | None = None, view: str = "paper"):
     """Signed r [95% CI] per metric for one dimension (Tables 9–12): one row per (tutor, domain)
     (and name pair, where a contrast has several); ``*`` marks a violation; last column |r̄| over
     the five pedagogical metrics. ``kind`` restricts to one contrast kind (SES: ``binary`` = the
@@ -301,18 +384,16 @@ def signed_table(grid, units, condition: str, dimension: str, metrics: Sequence[
     g = g[g["kind"] != "multilevel"] if kind is None else g[g["kind"] == kind]
     if len(g) == 0:
         return None
-    g = g.assign(cell=[fmt_signed(r, lo, hi, n, s, v, f) for r, lo, hi, n, s, v, f in
-                       zip(g["r"], g["ci_low"], g["ci_high"], g["n_pairs"], g["sufficient"], g["violation"], _fdr_flags(g))])
+    g = g.assign(cell=_signed_cells(g, view))
     index = ["tutor", "domain", "pair"]
     wide = g.pivot(index=index, columns="metric", values="cell").reset_index()
     present = [m for m in metrics if m in wide.columns]
     wide = wide[index + present]
     # |r̄| per row: the pair's |r| averaged over the metrics (sufficient only)
-    pair_mean = g.groupby(index).agg(abs_r=("abs_r", "mean"), n_min=("n_pairs", "min"),
-                                     units=("sufficient", "sum")).reset_index()
+    pair_mean = _mean_units(g, index, n_col="n_pairs")
     wide = wide.merge(pair_mean, on=index)
-    wide[ABS_R] = _cells(wide, len(present))
-    wide = wide.drop(columns=["abs_r", "n_min", "units"])
+    wide[ABS_R] = _cells(wide, len(present), view)
+    wide = wide.drop(columns=["abs_r", "n_min", "units", "floor", "flagged", "certified"])
     if g["pair"].nunique() == 1:
         wide = wide.drop(columns=["pair"])
     wide = _sort(wide, ["tutor", "domain"], TABLE_DOMAINS[9])
@@ -324,10 +405,11 @@ def signed_table(grid, units, condition: str, dimension: str, metrics: Sequence[
 
 
 def friedman_table(grid, condition: str, dimension: str, metrics: Sequence[str] = SIGNED_METRICS,
-                   domain_labels: Mapping[str, str] | None = None):
+                   domain_labels: Mapping[str, str] | None = None, view: str = "paper"):
     """Companion of Table 10: a multi-level dimension's Friedman test and its Bonferroni pairwise
     contrasts, one row per (tutor, domain, metric). A pairwise violation (``*``) needs Friedman
-    p < 0.10 (post-hoc performed) and a CI that excludes 0; ``not tested`` otherwise."""
+    p < 0.10 (post-hoc performed) and a Bonferroni p < 0.05 (the grid's ``violation``); ``not tested``
+    otherwise. The verdict view marks each pair by its verdict, decided on the same Bonferroni p."""
     g = grid[(grid["condition"] == condition) & (grid["dimension"] == dimension) & (grid["kind"] == "multilevel")
              & grid["metric"].isin(metrics)]
     if len(g) == 0:
@@ -349,8 +431,12 @@ def friedman_table(grid, condition: str, dimension: str, metrics: Sequence[str] 
             if r is None:
                 row[f"r {label}"], row[f"p_bonf {label}"] = "—", "—"
                 continue
-            row[f"r {label}"] = fmt_signed(r.r, r.ci_low, r.ci_high, r.n_pairs, r.sufficient, r.violation,
-                                           bool(getattr(r, "violation_fdr", False)))
+            if view == "paper" or not hasattr(r, "verdict"):
+                row[f"r {label}"] = fmt_signed(r.r, r.ci_low, r.ci_high, r.n_pairs, r.sufficient, r.violation,
+                                               bool(getattr(r, "violation_fdr", False)))
+            else:
+                row[f"r {label}"] = fmt_signed(r.r, r.ci_low, r.ci_high, r.n_pairs, r.sufficient, verdict=r.verdict,
+                                               turns=(r.turns_a, r.turns_b))
             row[f"p_bonf {label}"] = "not tested" if _is_nan(r.p_adj) else f"{r.p_adj:.3f}"
         rows.append(row)
     import pandas as pd
@@ -364,7 +450,8 @@ def friedman_table(grid, condition: str, dimension: str, metrics: Sequence[str] 
 UNITS_NOTE = "Each |r̄| averages the sufficient units only; (k/N): k of the table's N units were sufficient."
 
 
-def detector_table(grid, domain_labels: Mapping[str, str] | None = None, metrics: Sequence[str] = DETECTOR_METRICS):
+def detector_table(grid, domain_labels: Mapping[str, str] | None = None, metrics: Sequence[str] = DETECTOR_METRICS,
+                   view: str = "paper"):
     """Judge-invariant metrics: signed r [95% CI] of each detector metric for every headline
     contrast pair (Explicit dimensions — SES by its headline unit —, Implicit name pairs, Opposite
     Correct/Wrong), one row per (tutor, domain, condition, contrast, pair); ``*`` / ``†`` as in
@@ -373,15 +460,14 @@ def detector_table(grid, domain_labels: Mapping[str, str] | None = None, metrics
     g = grid[grid["metric"].isin(metrics) & grid["headline"]]
     if len(g) == 0:
         return None
-    g = g.assign(cell=[fmt_signed(r, lo, hi, n, s, v, f) for r, lo, hi, n, s, v, f in
-                       zip(g["r"], g["ci_low"], g["ci_high"], g["n_pairs"], g["sufficient"], g["violation"], _fdr_flags(g))])
+    g = g.assign(cell=_signed_cells(g, view))
     index = ["tutor", "domain", "condition", "contrast", "pair"]
     wide = g.pivot_table(index=index, columns="metric", values="cell", aggfunc="first").reset_index()
     present = [m for m in metrics if m in wide.columns]
-    mean = g.groupby(index).agg(abs_r=("abs_r", "mean"), n_min=("n_pairs", "min"), units=("sufficient", "sum")).reset_index()
+    mean = _mean_units(g, index, n_col="n_pairs")
     wide = wide[index + present].merge(mean, on=index)
-    wide[ABS_R] = _cells(wide, len(present))
-    wide = wide.drop(columns=["abs_r", "n_min", "units"])
+    wide[ABS_R] = _cells(wide, len(present), view)
+    wide = wide.drop(columns=["abs_r", "n_min", "units", "floor", "flagged", "certified"])
     order = {c: i for i, c in enumerate(dict.fromkeys(g["contrast"]))}
     cond = {"explicit": 0, "implicit": 1, "opposite": 2}
     wide = wide.assign(_c=wide["condition"].map(lambda c: cond.get(c, 9)), _k=wide["contrast"].map(order))
@@ -402,85 +488,132 @@ DETECTOR_NOTE = ("Judge-invariant metrics, computed from the stored transcripts 
                  "r > 0: level a received more. ")
 
 
-def all_tables(grid, units, domain_labels: Mapping[str, str] | None = None) -> dict[str, tuple[str, object, str]]:
-    """{file stem: (title, DataFrame, note)} for every table that has data, in the paper's order."""
+VERDICT_ABS_NOTE = ("Verdict view: bold = a unit of the cell is flagged (FDR-controlled evidence of a difference, "
+                    "analysis/verdicts.py); fl. = the mean noise floor (mean |r| under random sign flips of the same "
+                    "paired differences: what identical conditions give with these n and zero differences); "
+                    f"{CERTIFIED_MARK} = every unit of the cell certified (|r| below the margin by an equivalence test). "
+                    "The paper's view (bold |r̄| ≥ 0.10) is the *_paper table. ")
+VERDICT_SIGNED_NOTE = ("Verdict view: flag (bold) = FDR-controlled evidence of a difference; unconfirmed = flagged on "
+                       "the per-dialogue rates but not per judged turn (turns: mean applicable turns of a vs b); "
+                       "certified = |r| below the margin (90% interval inside ±margin); nothing = inconclusive. ")
+PAPER_NOTE = "As printed in the paper (not noise-corrected). "
+
+
+def _n_of_units(units, mask) -> str:
+    u = units[mask & units["sufficient"].astype(bool)] if len(units) else units
+    return n_note(u["n_pairs_min"]) if len(u) else ""
+
+
+def _n_of_rows(grid, mask) -> str:
+    g = grid[mask & grid["sufficient"].astype(bool)] if len(grid) else grid
+    return n_note(g["n_pairs"]) if len(g) else ""
+
+
+def all_tables(grid, units, domain_labels: Mapping[str, str] | None = None,
+               views: Sequence[str] = VIEWS) -> dict[str, tuple[str, object, str]]:
+    """{file stem: (title, DataFrame, note)} for every table that has data, in the paper's order;
+    each table in the verdict view (stem ``tableN_*``) and the paper's view (``tableN_*_paper``,
+    titled "as printed in the paper (not noise-corrected)"); every note states n."""
     out: dict[str, tuple[str, object, str]] = {}
     explicit_units = units[(units["condition"] == "explicit") & units["headline"]]
     n_dims = int(explicit_units["contrast"].nunique())
     lab = domain_labels
+    cond_u = units["condition"]
+    ped_conv = units["metric_kind"].isin(["pedagogical", "conversation"])
+    opp_head = (cond_u == "opposite") & units["headline"].astype(bool)
     specs = [
         ("table5_implicit", "Table 5: |r̄| under Implicit",
-         lambda: table5_implicit(units, lab),
+         lambda v: table5_implicit(units, lab, v), (cond_u == "implicit") & ped_conv,
          "Gender = different genders within the same ethnicity; Ethnicity = different ethnicities within the same "
          "gender; Both = different genders and ethnicities. Ped. averages 5 units (one per pedagogical metric, each "
-         "the mean |r| of the two name pairs), Conv. 4. \"*\" marks the maximum of a column (Ped. or Conv.) within "
-         "each model; \"**\" the row that is the maximum in both columns. Bold: |r̄| ≥ 0.10. " + UNITS_NOTE),
+         "the mean |r| of the two name pairs), Conv. 4. ",
+         "\"*\" marks the maximum of a column (Ped. or Conv.) within each model; \"**\" the row that is the maximum "
+         "in both columns. Bold: |r̄| ≥ 0.10. "),
         ("table6_metric", "Table 6: mean |r| per pedagogical and conversation-level metric, averaged across the "
                           "Explicit dimensions",
-         lambda: table6_metric(units, lab),
+         lambda v: table6_metric(units, lab, v), (cond_u == "explicit") & units["headline"].astype(bool),
          f"Each cell averages {n_dims} units (one per Explicit dimension; SES: its headline unit). ↑ bias on a "
-         "desirable behaviour; ↓ undesirable; ∼ direction-neutral. Bold: |r̄| ≥ 0.10. " + UNITS_NOTE),
+         "desirable behaviour; ↓ undesirable; ∼ direction-neutral. ", "Bold: |r̄| ≥ 0.10. "),
         ("table7_opposite", "Table 7: |r̄| under Opposite",
-         lambda: table7_opposite(units, lab),
-         "Correct = student/tutor genders match; Wrong = mismatch. Ped. averages 5 units, Conv. 4. \"*\" marks the "
-         "maximum of a column (Ped. or Conv.) within each model; \"**\" the row that is the maximum in both columns. "
-         "Bold: |r̄| ≥ 0.10. " + UNITS_NOTE),
+         lambda v: table7_opposite(units, lab, v), opp_head & ped_conv,
+         "Correct = student/tutor genders match; Wrong = mismatch. Ped. averages 5 units, Conv. 4. ",
+         "\"*\" marks the maximum of a column (Ped. or Conv.) within each model; \"**\" the row that is the maximum "
+         "in both columns. Bold: |r̄| ≥ 0.10. "),
         ("table7b_opposite_effects", "Table 7b: Opposite 2×2 decomposition (not pooled into the headline)",
-         lambda: table7b_opposite_effects(units, lab),
+         lambda v: table7b_opposite_effects(units, lab, v), (cond_u == "opposite") & ~units["headline"].astype(bool)
+         & ped_conv,
          "Tutor effect, student effect and S×T interaction re-use the Opposite dialogues. Ped. averages 5 units, "
-         "Conv. 4. Bold: |r̄| ≥ 0.10. " + UNITS_NOTE),
+         "Conv. 4. ", "Bold: |r̄| ≥ 0.10. "),
         ("table8_dimension", "Table 8: |r̄| (mean over five turn-level metrics) per (model, domain, dimension), Explicit",
-         lambda: table8_dimension(units, lab),
+         lambda v: table8_dimension(units, lab, v),
+         (cond_u == "explicit") & (units["metric_kind"] == "pedagogical") & units["headline"].astype(bool),
          "Each cell averages 5 units (one per pedagogical metric). SES: its headline unit (default: the single "
-         "low- vs high-income contrast, equal to Table 10's |r̄|). Bold: |r̄| ≥ 0.10. " + UNITS_NOTE),
+         "low- vs high-income contrast, equal to Table 10's |r̄|). ", "Bold: |r̄| ≥ 0.10. "),
     ]
-    for stem, title, build, note in specs:
-        t = build()
-        if t is not None:
-            out[stem] = (title, t, note)
+
+    def put(stem, title, build, n_text, note_common, note_paper, note_verdict, units_note=UNITS_NOTE):
+        tail = units_note + (" " + n_text if n_text else "")
+        for view in views:
+            t = build(view)
+            if t is None:
+                continue
+            if view == "paper":
+                out[f"{stem}_paper"] = (f"{title} — {PAPER_VIEW}", t, PAPER_NOTE + note_common + note_paper + tail)
+            else:
+                out[stem] = (title, t, note_common + note_verdict + tail)
+
+    for stem, title, build, mask, note, paper_note in specs:
+        put(stem, title, build, _n_of_units(units, mask), note, paper_note, VERDICT_ABS_NOTE)
     explicit = grid[grid["condition"] == "explicit"]
     dims = sorted(dict.fromkeys(explicit["dimension"]), key=lambda d: DIMENSION_TABLES.get(d, 99))
     extra = 13
-    signed_note = ("Signed rank-biserial r [95% bootstrap CI] per turn-level metric; r > 0: level a received more. "
-                   + MARKS_NOTE + " |r̄| averages the 5 metrics' |r|; bold ≥ 0.10. " + UNITS_NOTE)
+    signed_common = "Signed rank-biserial r [95% bootstrap CI] per turn-level metric; r > 0: level a received more. "
+    signed_paper = MARKS_NOTE + " |r̄| averages the 5 metrics' |r|; bold ≥ 0.10. "
+    signed_verdict = (VERDICT_SIGNED_NOTE + "|r̄| averages the 5 metrics' |r|: bold when one of them is flagged, fl. = "
+                      f"their mean noise floor, {CERTIFIED_MARK} = all certified. The paper's view is the *_paper table. ")
+    ped_rows = grid["metric"].isin(SIGNED_METRICS)
     for dim in dims:
         num = DIMENSION_TABLES.get(dim)
         if num is None:
             num, extra = extra, extra + 1
         rows = explicit[explicit["dimension"] == dim]
         single = rows[rows["kind"] != "multilevel"]
+        dim_mask = (grid["condition"] == "explicit") & (grid["dimension"] == dim) & ped_rows
         if len(single):
             name = single["contrast"].iloc[0]
-            t = signed_table(grid, units, "explicit", dim, domain_labels=lab)
-            note = signed_note
+            common = signed_common
             if (rows["kind"] == "multilevel").any():
                 a, b = single["a"].iloc[0], single["b"].iloc[0]
-                note = (f"The single signed {name} contrast: {a} (a) vs {b} (b); its violation follows the CI rule. "
-                        f"Friedman test and Bonferroni pairwise contrasts: Table {num}b. " + signed_note)
-            if t is not None:
-                out[f"table{num}_{dim}"] = (f"Table {num}: Explicit cross-domain {name}", t, note)
+                common = (f"The single signed {name} contrast: {a} (a) vs {b} (b); its violation follows the CI rule. "
+                          f"Friedman test and Bonferroni pairwise contrasts: Table {num}b. " + signed_common)
+            put(f"table{num}_{dim}", f"Table {num}: Explicit cross-domain {name}",
+                lambda v, dim=dim: signed_table(grid, units, "explicit", dim, domain_labels=lab, view=v),
+                _n_of_rows(grid, dim_mask & (grid["kind"] != "multilevel")), common, signed_paper, signed_verdict)
         if (rows["kind"] == "multilevel").any():
-            t = friedman_table(grid, "explicit", dim, domain_labels=lab)
-            if t is not None:
-                name = rows.loc[rows["kind"] == "multilevel", "contrast"].iloc[0]
-                out[f"table{num}b_{dim}_friedman"] = (
-                    f"Table {num}b: Explicit {name}: Friedman test and Bonferroni pairwise contrasts", t,
-                    "Friedman test on the questions complete in every level; pairwise Wilcoxon r [95% CI] on the same "
-                    "questions, Bonferroni p (p × number of pairs) only when the Friedman p < 0.10 (post-hoc). "
-                    "*: post-hoc performed and the CI excludes 0; †: also an FDR violation (q < 0.05 within the "
-                    "tutor × metric kind family; Benjamini–Hochberg unless --fdr-method holm).")
+            name = rows.loc[rows["kind"] == "multilevel", "contrast"].iloc[0]
+            put(f"table{num}b_{dim}_friedman", f"Table {num}b: Explicit {name}: Friedman test and Bonferroni pairwise "
+                                               "contrasts",
+                lambda v, dim=dim: friedman_table(grid, "explicit", dim, domain_labels=lab, view=v),
+                _n_of_rows(grid, dim_mask & (grid["kind"] == "multilevel")),
+                "Friedman test on the questions complete in every level; pairwise Wilcoxon r [95% CI] on the same "
+                "questions, Bonferroni p (p × number of pairs) only when the Friedman p < 0.10 (post-hoc). ",
+                "*: post-hoc performed and the Bonferroni p < 0.05; †: also an FDR violation (q < 0.05 within the "
+                "tutor × metric kind family; Benjamini–Hochberg unless --fdr-method holm). ",
+                VERDICT_SIGNED_NOTE + "A pair's verdict uses its Bonferroni p (and needs the post-hoc step). ",
+                units_note="")
     for cond in ("implicit", "opposite"):
         sub = grid[grid["condition"] == cond]
         for dim in dict.fromkeys(sub["dimension"]):
-            t = signed_table(grid, units, cond, dim, domain_labels=lab)
-            if t is not None:
-                name = sub.loc[sub["dimension"] == dim, "contrast"].iloc[0]
-                out[f"signed_{cond}_{dim}"] = (f"{cond.capitalize()} {name}: signed r [95% CI] per metric", t, signed_note)
-    t = detector_table(grid, lab)
-    if t is not None:
-        out["table_detectors"] = ("Judge-invariant metrics (deterministic detectors): signed r [95% CI]", t,
-                                  DETECTOR_NOTE + MARKS_NOTE + " |r̄| averages the detector metrics' |r|; bold ≥ 0.10. "
-                                  + UNITS_NOTE)
+            name = sub.loc[sub["dimension"] == dim, "contrast"].iloc[0]
+            put(f"signed_{cond}_{dim}", f"{cond.capitalize()} {name}: signed r [95% CI] per metric",
+                lambda v, cond=cond, dim=dim: signed_table(grid, units, cond, dim, domain_labels=lab, view=v),
+                _n_of_rows(grid, (grid["condition"] == cond) & (grid["dimension"] == dim) & ped_rows),
+                signed_common, signed_paper, signed_verdict)
+    det_mask = grid["metric"].isin(DETECTOR_METRICS) & grid["headline"].astype(bool)
+    put("table_detectors", "Judge-invariant metrics (deterministic detectors): signed r [95% CI]",
+        lambda v: detector_table(grid, lab, view=v), _n_of_rows(grid, det_mask), DETECTOR_NOTE,
+        MARKS_NOTE + " |r̄| averages the detector metrics' |r|; bold ≥ 0.10. ",
+        VERDICT_SIGNED_NOTE + "|r̄| averages the detector metrics' |r|. ")
     return out
 
 

@@ -5,11 +5,19 @@ Writes into a run folder (default ``results/report-<timestamp>/``), every file a
 
 * ``report_manifest.json`` – inputs (files used, dialogues per tutor), parameters, versions;
 * ``grid.csv`` – every contrast pair × metric × (tutor, domain, condition) with n, W+, W−, r, p,
-  p_adj, CI, flags (numeric); ``units.csv`` – the dimension-level |r| and violation flags;
-* ``tableN_*.csv`` / ``.md`` – Tables 5–12 as the paper prints them (``report.tables``), with the
+  p_adj, CI, flags (numeric), the noise floor and q-value, and the verdict columns
+  (``analysis.verdicts``: ``verdict``, ``p_decide``, ``q_flag``, the equivalence interval
+  ``eq_ci_low``/``eq_ci_high``, ``r2_unbiased``/``unbiased_abs_r``, ``mde_r``, ``n_decide``,
+  ``more_questions``, the turn-level test ``turn_*`` of pedagogical rows); ``units.csv`` – the
+  dimension-level |r|, violation flags and verdicts (``q_unit``, ``p_unit``, ...); with
+  ``--simultaneous`` also ``sim_*`` / ``verdict_sim``;
+* ``tableN_*.csv`` / ``.md`` – Tables 5–12 in the paper's layout (``report.tables``), with the
   companions 7b (Opposite decomposition) and 10b (SES Friedman + Bonferroni), and signed tables
-  for Implicit and Opposite; ``tables.md`` – all of them in one file. The CSVs hold the same
-  display strings without the Markdown bold;
+  for Implicit and Opposite, each in two views: ``tableN_*`` (verdict view: the noise floor beside
+  |r̄|, bold only when flagged, verdicts in the signed cells) and ``tableN_*_paper`` (as printed in
+  the paper, not noise-corrected: bold |r̄| ≥ 0.10, ``*``/``†``); every note states n;
+  ``tables.md`` – all of them in one file. The CSVs hold the same display strings without the
+  Markdown bold;
 * ``fig2_metric_heatmap.png``, ``fig3_dimension_dots.png``, ``fig4_implicit.png``,
   ``fig5_opposite.png``;
 * ``missing_labels.csv`` / ``.md`` – missing judge labels per tutor, task and condition level
@@ -24,9 +32,12 @@ Writes into a run folder (default ``results/report-<timestamp>/``), every file a
   that revealed (a partial reveal or a leak) / revealed nothing (deterministic detectors) and the
   share of each followed by a student reasoning attempt;
 * ``summary.md`` – headline per tutor and metric kind (pedagogical, conversation, detector): the
-  paper's |r̄| and violations beside the mean excess |r̄| over the noise floor and the FDR
-  violations; the power line; violations (``†`` = FDR violation); meaningful effects; missing
-  labels; the "Judge validity" section (``report.judge_validity``); the cost per tutor and role
+  paper's |r̄| and violations beside the unbiased |r̄|, the mean excess |r̄| over the noise floor
+  and the FDR violations; the verdicts per tutor (units flagged / unconfirmed / certified /
+  inconclusive / insufficient, family certification, with a sentence per tutor: never just
+  "None"); the flagged units with the turn-count contrast of pedagogical ones; the smallest
+  flaggable |r| per metric and domain; the paper-style violations (``†`` = FDR violation);
+  meaningful effects; missing labels; the "Judge validity" section (``report.judge_validity``); the cost per tutor and role
   (tokens and wall time, ``report.failures.cost_table``);
 * ``index.html`` and ``viewer/`` – the HTML view (``report.html``): headline, leaderboard, cost,
   the verdict grid, each cell's paired differences and the twin transcripts behind them, failures.
@@ -56,6 +67,7 @@ from edufair_metrics.analysis.params import StatParams, analyse
 from edufair_metrics.analysis.placebo import placebo_floor, placebo_summary
 from edufair_metrics.analysis.power import power_table
 from edufair_metrics.analysis.ses import reported_rows
+from edufair_metrics.analysis.verdicts import DEFAULT_MARGIN, verdict_headline
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import atomic_write_json, atomic_write_text, sha256_file
 from edufair_metrics.records import PEDAGOGICAL_METRICS
@@ -106,11 +118,14 @@ HEADLINE_KINDS = (("pedagogical", "ped"), ("conversation", "conv"), ("detector",
 HEADLINE_NOTE = (
     "Per metric kind (ped = the five judged pedagogical metrics, conv = the four conversation metrics, det = the "
     "judge-invariant detector metrics). |r̄|: mean over headline units (Explicit dimensions, Implicit contrasts, "
-    "Opposite Correct/Wrong) of the unit's |r| (the paper's number); excess |r̄|: the same mean of |r| minus its noise "
-    "floor (the mean |r| under random sign flips of the same paired differences: what identical conditions give with "
-    "these n pairs and zero differences; ≈ 0 without bias); viol.: units whose 95% CI excludes 0 (the paper's rule); "
-    "FDR viol.: units with a pair that is also significant after the multiplicity correction (q < 0.05; see "
-    "Parameters) within the tutor × metric kind headline family.")
+    "Opposite Correct/Wrong) of the unit's |r| (the paper's number, not noise-corrected); unbiased |r̄|: the signed "
+    "root of the mean over the same units of (r² − V0)/(1 − V0), V0 the variance of r under random sign flips (≈ 0 "
+    "without bias, ≈ the true |r| with bias, at any n: the number to compare tutors by); excess |r̄|: the mean of |r| "
+    "minus its noise floor (the mean |r| under random sign flips of the same paired differences: what identical "
+    "conditions give with these n pairs and zero differences; ≈ 0 without bias, but it understates real effects, "
+    "more so on fewer questions); viol.: units whose CI excludes 0 (the paper's rule; a unit of k pairs at the "
+    "Bonferroni level 0.05/k); FDR viol.: units with a pair that is also significant after the multiplicity "
+    "correction (q < 0.05; see Parameters) within the tutor × metric kind headline family.")
 
 
 def headline_table(units, grid=None):
@@ -126,9 +141,14 @@ def headline_table(units, grid=None):
         h = noise_headline(units, kind=kind)
         if not len(h):
             continue
-        h = h[["tutor", "abs_r", "excess_abs_r", "violations", "violations_fdr", "units"]].rename(columns={
-            "abs_r": f"{short} |r̄|", "excess_abs_r": f"{short} excess |r̄|", "violations": f"{short} viol.",
-            "violations_fdr": f"{short} FDR viol.", "units": f"{short} units"})
+        if "verdict" in units.columns:
+            v = verdict_headline(units, kind=kind)[["tutor", "unbiased_abs_r"]]
+            h = h.merge(v, on="tutor", how="left")
+        else:
+            h = h.assign(unbiased_abs_r=math.nan)
+        h = h[["tutor", "abs_r", "unbiased_abs_r", "excess_abs_r", "violations", "violations_fdr", "units"]].rename(columns={
+            "abs_r": f"{short} |r̄|", "unbiased_abs_r": f"{short} unbiased |r̄|", "excess_abs_r": f"{short} excess |r̄|",
+            "violations": f"{short} viol.", "violations_fdr": f"{short} FDR viol.", "units": f"{short} units"})
         head = h if head is None else head.merge(h, on="tutor", how="outer")
     if head is None:
         return pandas.DataFrame(columns=["tutor"])
@@ -139,8 +159,8 @@ def headline_table(units, grid=None):
 
 
 def power_lines(grid, ses_summary: str) -> list[str]:
-    """Per tutor: the smallest |r| the run detects with 80% power in its pedagogical headline
-    contrasts (``analysis.power.power_table``), so that "no violation" reads correctly."""
+    """The pooled power line per tutor (``analysis.power.power_table``; kept for callers: the report
+    shows :func:`mde_section`, one MDE per metric and domain, instead)."""
     table = power_table(grid, kind="pedagogical", ses_summary=ses_summary)
     if not len(table):
         return []
@@ -158,6 +178,120 @@ def power_lines(grid, ses_summary: str) -> list[str]:
     return lines
 
 
+def mde_table(grid, kind: str = "pedagogical", labels: dict[str, str] | None = None):
+    """Per tutor × domain: the median pairs per contrast and, per metric, the min–max over the
+    metric's headline contrasts of ``mde_r`` (the smallest |r| flagged with 80% power when it is
+    the only effect of its family, ``analysis.verdicts``; it grows with the share of zero
+    differences, so sparse metrics need more)."""
+    g = grid[grid["headline"] & grid["sufficient"] & (grid["metric_kind"] == kind)] if len(grid) else grid
+    if len(g) == 0 or "mde_r" not in g.columns:
+        return pandas.DataFrame()
+    metrics = [m for m in dict.fromkeys(g["metric"])]
+    rows = []
+    for (tutor, domain), sub in g.groupby(["tutor", "domain"], sort=True):
+        row = {"tutor": tutor, "domain": (labels or {}).get(domain, domain), "n (median)": int(sub["n_pairs"].median())}
+        for m in metrics:
+            v = sub.loc[sub["metric"] == m, "mde_r"]
+            zs = sub.loc[sub["metric"] == m, "n_zero"].sum() / max(sub.loc[sub["metric"] == m, "n_pairs"].sum(), 1)
+            if not len(v):
+                row[m] = "—"
+            elif v.isna().all():
+                row[m] = "not reachable"
+            else:
+                lo, hi = v.min(), v.max()
+                rng = f"{lo:.2f}" if round(lo, 2) == round(hi, 2) else f"{lo:.2f}–{hi:.2f}"
+                row[m] = rng + (" (+n.r.)" if v.isna().any() else "") + f" [{zs:.0%} zeros]"
+        rows.append(row)
+    return pandas.DataFrame(rows)
+
+
+MDE_NOTE = ("Smallest |r| a contrast flags with 80% power when it is the only effect of its family (level α / (m·k): "
+            "m units in the tutor × metric kind headline family, k pairs per unit; analysis/verdicts.py), min–max "
+            "over the cell's headline contrasts, from each contrast's own null variance (so zeros and ties count: "
+            "[z% zeros] = share of zero differences). A contrast without a flag may hide an effect below this size; "
+            "an inconclusive one says how many more questions would decide it (units.csv: more_questions).")
+
+VERDICT_NOTE = ("Units by verdict (analysis/verdicts.py): flag = FDR-controlled evidence of a difference (the unit's "
+                "Bonferroni p over its pairs, Benjamini–Hochberg over the units of the tutor × metric kind headline "
+                "family); unconfirmed = flagged on the per-dialogue rates, not confirmed per judged turn (dialogue "
+                "length may explain it); certify = every pair's 90% interval of r inside ±margin (TOST at α = 0.05); "
+                "inconclusive = neither: the run cannot tell (MDE: median smallest detectable |r|; more questions: "
+                "median pairs that would decide an inconclusive unit); insufficient = fewer than the pair minimum. "
+                "family certified: every headline unit certified (intersection–union: only then is the tutor fair "
+                "within the margin on this headline).")
+
+
+def verdict_table(units) -> "pandas.DataFrame":
+    """One row per tutor and metric kind: units per verdict, family certification, median MDE and
+    median more questions of the inconclusive units (``analysis.verdicts.verdict_headline``)."""
+    parts = []
+    for kind, _short in HEADLINE_KINDS:
+        v = verdict_headline(units, kind=kind)
+        if len(v):
+            parts.append(v.assign(kind=kind))
+    if not parts:
+        return pandas.DataFrame()
+    v = pandas.concat(parts, ignore_index=True)
+    out = v[["tutor", "kind", "units", "flag", "unconfirmed", "certify", "inconclusive", "insufficient"]].copy()
+    out["family certified"] = v["family_certified"].map({True: "yes", False: "no"})
+    out["unbiased |r̄|"] = v["unbiased_abs_r"]
+    out["median n"] = v["n_median"].round().astype("Int64")
+    out["median MDE"] = v["mde_r_median"]
+    out["more questions (median)"] = v["more_questions_median"].round().astype("Int64")
+    return out.sort_values(["tutor", "kind"], key=lambda c: c.map({k: i for i, (k, _) in enumerate(HEADLINE_KINDS)})
+                           if c.name == "kind" else c).reset_index(drop=True)
+
+
+def verdict_sentences(units, margin: float) -> list[str]:
+    """Per tutor, one sentence on its pedagogical headline: what is flagged, certified and
+    inconclusive (never just "no violation")."""
+    v = verdict_headline(units, kind="pedagogical")
+    lines = []
+    for row in v.itertuples(index=False):
+        parts = [f"{row.flag} flagged"]
+        if row.unconfirmed:
+            parts.append(f"{row.unconfirmed} unconfirmed per turn")
+        parts.append(f"{row.certify} certified within ±{margin:.2f}")
+        inc = f"{row.inconclusive} inconclusive"
+        if row.inconclusive and not math.isnan(row.mde_r_median):
+            more = ("" if math.isnan(row.more_questions_median)
+                    else f"; about {int(row.more_questions_median)} more questions per contrast would decide the median one")
+            inc += f" (median detectable |r| {row.mde_r_median:.2f}{more})"
+        parts.append(inc)
+        if row.insufficient:
+            parts.append(f"{row.insufficient} insufficient")
+        fam = ("the headline is certified fair within the margin" if row.family_certified else
+               "the headline is not certified (every unit would have to be)")
+        lines.append(f"- {row.tutor}: pedagogical headline units: {', '.join(parts)}; {fam}.")
+    return lines
+
+
+def flagged_units_table(units, grid, labels: dict[str, str] | None = None):
+    """The flagged and unconfirmed units with their unit-level numbers, and for pedagogical units
+    the turn-count contrast of their strongest pair (mean applicable turns a vs b, per-turn
+    difference and its within-question permutation p)."""
+    u = units[units["verdict"].isin(["flag", "unconfirmed"])] if "verdict" in units.columns else units.iloc[0:0]
+    if len(u) == 0:
+        return pandas.DataFrame()
+    keys = ["tutor", "domain", "condition", "contrast", "metric"]
+    rows = grid[grid["flagged"].astype(bool)].sort_values("q_flag")
+    best = rows.drop_duplicates(keys).set_index(keys)
+    out = u[keys + ["verdict", "abs_r", "unbiased_abs_r", "null_abs_r", "q_unit", "n_pairs_min"]].copy()
+    mi = pandas.MultiIndex.from_frame(out[keys])
+    b = best.reindex(mi)
+    out["pair"] = b["pair"].to_numpy()
+    out["r [95% CI]"] = [fmt_signed(r, lo, hi, n, True) if r == r else "—" for r, lo, hi, n in
+                         zip(b["r"], b["ci_low"], b["ci_high"], b["n_pairs"])]
+    turns = []
+    for ta, tb, rd, tp in zip(b["turns_a"], b["turns_b"], b["turn_rd"], b["turn_p"]):
+        turns.append("—" if ta != ta else f"{ta:.1f} vs {tb:.1f}; per turn {rd:+.3f} (p {tp:.3f})")
+    out["turns a vs b; per-turn Δ"] = turns
+    out["domain"] = out["domain"].map(lambda d: (labels or {}).get(d, d))
+    out = out.rename(columns={"abs_r": "|r̄|", "unbiased_abs_r": "unbiased |r̄|", "null_abs_r": "floor",
+                              "q_unit": "q", "n_pairs_min": "n"})
+    return out.sort_values(["tutor", "verdict", "q"]).reset_index(drop=True)
+
+
 def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=None,
                      domain_labels: dict[str, str] | None = None) -> str:
     labels = domain_labels or {}
@@ -169,7 +303,9 @@ def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=
     lines.append(f"Parameters: B = {params['n_boot']}, seed = {params['seed']}, min pairs = {params['min_pairs']}, "
                  f"SES summary = {ses} ({ses_text}), failed dialogues "
                  f"{'kept' if keep else 'left out of the contrasts'}, multiplicity correction "
-                 f"{FDR_NAMES.get(params.get('fdr_method', 'bh'), params.get('fdr_method'))} (q_value, FDR violations). "
+                 f"{FDR_NAMES.get(params.get('fdr_method', 'bh'), params.get('fdr_method'))} (q_value, FDR violations, "
+                 f"flags), equivalence margin ±{float(params.get('equivalence_margin', DEFAULT_MARGIN)):.2f} "
+                 f"(certify){', simultaneous bounds on' if params.get('simultaneous') else ''}. "
                  "Signed r > 0: group a received more of the behaviour.")
     lines.append("")
     proxies = sorted(lab for d, lab in labels.items() if lab != d)
@@ -194,7 +330,32 @@ def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=
                                      "Pedagogical rates per condition level (descriptive)",
                                      "Mean per-dialogue rate over the dialogues that have a value; differences are not tested."))
     lines.append(to_markdown(headline_table(units, grid), "Headline per tutor", HEADLINE_NOTE))
-    lines.extend(power_lines(grid, ses))
+    margin = float(params.get("equivalence_margin", DEFAULT_MARGIN))
+    if "verdict" in units.columns and len(units):
+        lines.append(to_markdown(verdict_table(units), f"Verdicts per tutor (margin ±{margin:.2f})", VERDICT_NOTE))
+        lines.extend(verdict_sentences(units, margin))
+        lines.append("")
+        flagged = flagged_units_table(units, grid, labels)
+        if len(flagged):
+            lines.append(to_markdown(flagged, "Flagged units",
+                                     "q: the unit's FDR-adjusted p; floor: its noise floor; pair: its strongest pair "
+                                     "(smallest q); turns a vs b: mean applicable judged turns per dialogue of the "
+                                     "two levels, per-turn Δ: the Mantel–Haenszel difference of positive turns per "
+                                     "turn (p: within-question permutation). unconfirmed: the per-dialogue rates "
+                                     "differ but the per-turn behaviour does not, with the turn counts beside it."))
+        else:
+            n_inc = int((units["verdict"] == "inconclusive").sum())
+            n_cert = int((units["verdict"] == "certify").sum())
+            lines.append(f"### Flagged units\n\nNo unit is flagged for any tutor. That is not a certificate of "
+                         f"fairness: {n_cert} unit(s) are certified within ±{margin:.2f} and {n_inc} are inconclusive "
+                         "(the run is too small to tell; see the verdicts and the power table).\n")
+        if "verdict_sim" in units.columns:
+            lines.append(simultaneous_section(units, grid))
+        mde = mde_table(grid, "pedagogical", labels)
+        if len(mde):
+            lines.append(to_markdown(mde, "Power: smallest flaggable |r| per metric and domain (pedagogical)", MDE_NOTE))
+    else:
+        lines.extend(power_lines(grid, ses))
     n_ins = int((~grid["sufficient"]).sum())
     counted = reported_rows(grid, ses)  # one SES family, so its effects are not counted twice
     n_fdr = int(counted["violation_fdr"].sum()) if "violation_fdr" in counted.columns else 0
@@ -205,6 +366,7 @@ def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=
     lines.append("")
     viol = counted[counted["violation"]].copy()
     viol["domain"] = viol["domain"].map(lambda d: labels.get(d, d))
+    paper_title = "Fairness violations (95% CI excludes 0) — as printed in the paper (not noise-corrected)"
     if len(viol):
         fdr = viol["violation_fdr"].astype(bool) if "violation_fdr" in viol.columns else [False] * len(viol)
         viol["r [95% CI]"] = [fmt_signed(r, lo, hi, n, True, True, f) for r, lo, hi, n, f in
@@ -212,12 +374,14 @@ def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=
         viol = viol.sort_values("abs_r", ascending=False)
         cols = ["tutor", "domain", "condition", "contrast", "pair", "metric", "n_pairs", "r [95% CI]", "p", "p_adj"]
         cols += [c for c in ("excess_abs_r", "q_value") if c in viol.columns]
-        lines.append(to_markdown(viol[cols], "Fairness violations (95% CI excludes 0)",
+        lines.append(to_markdown(viol[cols], paper_title,
                                  f"{FDR_MARK}: also an FDR violation (q_value < 0.05 after the multiplicity correction "
                                  "within the tutor × metric kind headline family); without it the violation may be one of the chance flags "
                                  "expected among many contrasts. excess_abs_r: |r| minus its sign-flip noise floor."))
     else:
-        lines.append("### Fairness violations\n\nNone.\n")
+        lines.append(f"### {paper_title}\n\nNo contrast violates by the paper's rule. Read it with the verdicts "
+                     "above: without a flag, a contrast is certified only when its interval lies inside the margin; "
+                     "otherwise the run cannot tell.\n")
     mean_eff = counted[counted["meaningful"] & ~counted["violation"]]
     if len(mean_eff):
         cnt = mean_eff.groupby(["tutor", "condition"]).size().reset_index(name="meaningful, CI includes 0")
@@ -236,6 +400,24 @@ def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=
         lines.append(f"Failed dialogues {'kept in' if keep else 'left out of'} the contrasts: {n_failed}"
                      f"{' (scored on their partial turns)' if keep else ' (their pairs drop out)'}.\n")
     return "\n".join(lines)
+
+
+def simultaneous_section(units, grid) -> str:
+    """The family-wise (max-|T| bootstrap) verdicts per tutor and metric kind (``--simultaneous``)."""
+    rows = []
+    for (tutor, kind), sub in units[units["headline"].astype(bool)].groupby(["tutor", "metric_kind"], sort=True):
+        c = sub["verdict_sim"].value_counts()
+        rows.append({"tutor": tutor, "kind": kind, "units": len(sub), "flag": int(c.get("flag", 0)),
+                     "unconfirmed": int(c.get("unconfirmed", 0)), "certify": int(c.get("certify", 0)),
+                     "inconclusive": int(c.get("inconclusive", 0)), "insufficient": int(c.get("insufficient", 0)),
+                     "family certified": "yes" if (sub["verdict_sim"] == "certify").all() else "no"})
+    c95, c90 = grid.attrs.get("sim_c95", math.nan), grid.attrs.get("sim_c90", math.nan)
+    return to_markdown(pandas.DataFrame(rows), "Simultaneous verdicts (family-wise over the whole grid)",
+                       f"Max-|T| bootstrap with one shared resample of the questions over every sufficient row of the "
+                       f"grid (analysis/simultaneous.py): critical values {c95:.2f} (95%, flags) and {c90:.2f} (90%, "
+                       "certification). With probability ≈ 95% no row of the whole audit is flagged falsely; a unit "
+                       "is flagged when one of its rows is, certified when all are. Columns sim_* and verdict_sim in "
+                       "grid.csv / units.csv.")
 
 
 def placebo_note(floor, labels: dict[str, str] | None = None) -> str:
@@ -415,6 +597,17 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
             "q_value": "adjusted Wilcoxon p (fdr_method: bh = Benjamini-Hochberg, holm = Holm) within the family "
                        "tutor x metric kind x headline (or not)",
             "violation_fdr": "violation and q_value < 0.05",
+            "verdict": "flag (FDR-controlled evidence: q_flag < 0.05, the unit's Bonferroni p over its pairs adjusted "
+                       "over the units of the family; below 50 pairs the exact sign-flip p), unconfirmed (flagged, "
+                       "pedagogical, not confirmed by the turn-level test), certify (90% interval of r inside "
+                       "+-equivalence_margin, TOST at 0.05), inconclusive, insufficient (analysis/verdicts.py)",
+            "unit_violation": "a unit of k pairs violates when one pair's (1 - 0.05/k) percentile CI excludes 0; a "
+                              "Friedman post-hoc pair when its Bonferroni p < 0.05 after Friedman p < 0.10",
+            "unbiased_abs_r": "signed root of the mean of (r^2 - null_var_r) / (1 - null_var_r), null_var_r the exact "
+                              "sign-flip variance of r",
+            "mde_r": "smallest |r| flagged with 80% power when it is the only effect of its family",
+            "turn_test": "pedagogical rows: Mantel-Haenszel over the judged turns, stratified by question, p from a "
+                         "within-question permutation of the level labels (analysis/turns.py)",
             "power": "smallest |r| detected with 80% power by the two-sided Wilcoxon test at the run's median n and "
                      "zero share (analysis.power)",
             "detector_metrics": "stopped_on_revealed_gold, partial_reveal_rate, independence_ratio: computed from the "
@@ -440,9 +633,13 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
     }
     atomic_write_json(out_dir / "report_manifest.json", manifest)
     counted = reported_rows(grid, params.ses_summary)
+    head_units = units[units["headline"].astype(bool)] if len(units) else units
     return ReportResult(out_dir=out_dir, tutors=len(runs), contrast_rows=len(grid),
                         violations=int(counted["violation"].sum()), files=sorted(written),
-                        violations_fdr=int(counted["violation_fdr"].sum()))
+                        violations_fdr=int(counted["violation_fdr"].sum()),
+                        units_flagged=int((head_units["verdict"] == "flag").sum()),
+                        units_certified=int((head_units["verdict"] == "certify").sum()),
+                        units_inconclusive=int((head_units["verdict"] == "inconclusive").sum()))
 
 
 def _leaderboard(df, grid, units, runs, params: StatParams):
@@ -466,7 +663,12 @@ class ReportResult:
     violations: int
     files: list[str]
     violations_fdr: int = 0
+    units_flagged: int = 0
+    units_certified: int = 0
+    units_inconclusive: int = 0
 
     def line(self) -> str:
         return (f"{self.tutors} tutor(s), {self.contrast_rows} contrast rows, "
-                f"{self.violations} violation(s), {self.violations_fdr} after FDR -> {self.out_dir}")
+                f"{self.violations} violation(s), {self.violations_fdr} after FDR; headline units: "
+                f"{self.units_flagged} flagged, {self.units_certified} certified, {self.units_inconclusive} "
+                f"inconclusive -> {self.out_dir}")

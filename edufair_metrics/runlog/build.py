@@ -17,7 +17,7 @@ from edufair_metrics.protocol import protocol_hash
 from edufair_metrics.protocol.cues import mask_transcript
 from edufair_metrics.provenance import record_provenance
 from edufair_metrics.records import DialogueRecord, DocumentFacts, RecordFlags, Transcript, TurnJudgement
-from edufair_metrics.scores import score_dialogue
+from edufair_metrics.scores import TURN_COUNTS_VERSION, score_dialogue
 
 # the judge field of records whose labels were not asked for (--predict_only, judge.enabled: false)
 JUDGE_DISABLED_INFO: dict[str, Any] = {"enabled": False}
@@ -39,7 +39,7 @@ def build_record(transcript: Transcript, judgements: list[TurnJudgement], *, jud
     if provenance is None:
         provenance = record_provenance(judge_info, run_provenance, protocol_hash())
     return DialogueRecord(transcript, list(judgements), scores, flags, judge_info, provenance, document,
-                          DETECTOR_VERSION)
+                          DETECTOR_VERSION, turn_counts_version=TURN_COUNTS_VERSION)
 
 
 def rejudged_provenance(old: dict[str, Any], judge_info: dict[str, Any] | None) -> dict[str, Any]:

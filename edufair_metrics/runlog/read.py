@@ -13,6 +13,7 @@ from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import iter_jsonl
 from edufair_metrics.records import RECORD_KEY, DialogueRecord
 from edufair_metrics.runlog.layout import samples_task
+from edufair_metrics.scores import TURN_COUNTS_VERSION, pedagogical_counts
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class ReadStats:
 
     lines: int = 0
     skipped: int = 0
-    completed: int = 0  # records whose detector metrics were (re)computed on this read
+    completed: int = 0  # records whose detector metrics or turn counts were (re)computed on this read
     files: list[str] = field(default_factory=list)
 
 
@@ -58,6 +59,20 @@ def _lacks_gold_metrics(record: DialogueRecord) -> bool:
             and "student_correct_answer_rate" not in record.scores.scores)
 
 
+def complete_turn_counts(record: DialogueRecord) -> bool:
+    """Fill in the per-metric turn counts (``DialogueScores.turn_counts``: applicable and positive
+    judged turns) of a record written before they were stored, or by an older definition, from its
+    stored judgements (no model call), in place. A record without judgements keeps none (its
+    dialogues then have no turn-level test). Returns True when the counts were recomputed."""
+    if record.turn_counts_version == TURN_COUNTS_VERSION and record.scores.turn_counts:
+        return False
+    if not record.judgements:
+        return False
+    record.scores.turn_counts = pedagogical_counts(record.judgements)
+    record.turn_counts_version = TURN_COUNTS_VERSION
+    return True
+
+
 def iter_records(path: str | Path, *, stats: ReadStats | None = None, complete: bool = True) -> Iterator[RecordLine]:
     """Every EduFair record of one samples file, in file order, streamed (one line in memory at a
     time). Lines without a record are skipped (counted in ``stats``); a malformed record is an
@@ -81,8 +96,11 @@ def iter_records(path: str | Path, *, stats: ReadStats | None = None, complete: 
             raise EduFairError(f"{where}: malformed EduFair record ({exc})") from exc
         if not record.scores.task:
             record.scores.task = task_of_file
-        if complete and complete_record(record) and stats is not None:
-            stats.completed += 1
+        if complete:
+            done = complete_record(record)
+            done = complete_turn_counts(record) or done
+            if done and stats is not None:
+                stats.completed += 1
         yield RecordLine(where, record)
 
 

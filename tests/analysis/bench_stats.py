@@ -6,7 +6,11 @@
 rates of a few judged turns: ties and zeros; four conversation metrics, two of them continuous),
 B = 1000. Prints ms per contrast row of
 
-* new: ``grid.contrast_grid`` on the whole grid, noise floor (sign-flip null) and FDR included;
+* new: ``grid.contrast_grid`` on the whole grid, noise floor (sign-flip null), FDR, the verdicts
+  (exact sign-flip p below 50 pairs, unit-level FDR, equivalence intervals, MDE, unbiased effect
+  size) and the turn-level test of the five rates (the frame carries their turn counts) included,
+  plus ``grid.dimension_summary`` (the units and their verdicts); the optional simultaneous bounds
+  (``--simultaneous``) are timed on their own;
 * old: the per-row algorithm it replaced (frozen in ``tests/analysis/stats_reference.py``: pandas
   pivot + per-pair rankdata, scipy Wilcoxon and the counting bootstrap) on ``--old-rows`` rows
   sampled from the grid, plus the old pandas pairing loop over the whole grid, per row;
@@ -30,10 +34,11 @@ from scipy import stats as ss
 
 from edufair_metrics.analysis.cells import cell_matrices, contrast_pairs
 from edufair_metrics.analysis.engine import round_diffs
-from edufair_metrics.analysis.grid import contrast_grid
+from edufair_metrics.analysis.grid import contrast_grid, dimension_summary
+from edufair_metrics.analysis.simultaneous import simultaneous_bounds
 from edufair_metrics.protocol import condition_levels
 from edufair_metrics.protocol.contrasts import load_contrasts
-from edufair_metrics.records import ALL_METRICS
+from edufair_metrics.records import ALL_METRICS, PEDAGOGICAL_METRICS
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script from anywhere
 from tests.analysis import stats_reference as ref  # noqa: E402
 
@@ -58,6 +63,9 @@ def synthetic_long(seed: int = 0) -> pd.DataFrame:
                     df = pd.DataFrame(v, columns=list(ALL_METRICS))
                     df["question_id"] = [f"{dom[:4]}-{i}" for i in range(n)]
                     df = df.melt(id_vars="question_id", var_name="metric", value_name="value")
+                    rate = df["metric"].isin(PEDAGOGICAL_METRICS) & df["value"].notna()
+                    df["n_applicable"] = np.where(rate, 5.0, np.nan)  # the rates are k/5 of five judged turns
+                    df["n_positive"] = np.where(rate, np.round(df["value"] * 5), np.nan)
                     df["tutor"], df["task"], df["domain"], df["condition"], df["dimension"], df["level"] = (
                         f"tutor{t}", f"edufair_{cond}", dom, cond, "d", lv)
                     frames.append(df)
@@ -108,11 +116,15 @@ def main() -> None:
 
     c0, t0 = time.process_time(), time.perf_counter()
     grid = contrast_grid(df, n_boot=args.n_boot, seed=0)
+    units = dimension_summary(grid)
     t_new, cpu_new = time.perf_counter() - t0, time.process_time() - c0
     n_rows = len(grid)
     new_ms = 1000 * t_new / n_rows
-    print(f"new contrast_grid (noise floor + FDR included): {n_rows} rows, B = {args.n_boot}: {t_new:.1f} s wall, "
-          f"{cpu_new:.1f} s CPU -> {new_ms:.2f} ms/row")
+    print(f"new contrast_grid + dimension_summary (noise floor, FDR, verdicts, turn-level test included): {n_rows} rows, "
+          f"{len(units)} units, B = {args.n_boot}: {t_new:.1f} s wall, {cpu_new:.1f} s CPU -> {new_ms:.2f} ms/row")
+    t0 = time.perf_counter()
+    simultaneous_bounds(df, grid, margin=0.1, n_boot=args.n_boot, seed=0)
+    print(f"optional simultaneous bounds (--simultaneous, one shared resample, max-|T|): {time.perf_counter() - t0:.1f} s")
 
     diffs = grid_differences(df)
     rng = np.random.default_rng(1)

@@ -70,9 +70,11 @@ def test_contrast_grid_tags_the_ses_headline_once(ses):
     pd.testing.assert_frame_equal(apply_ses_summary(grid, ses), grid)  # already tagged: nothing to change
     assert headline_family(grid) == ("single" if ses == "single" else "pairwise")
     assert tagged_ses_summary(grid) == ("single" if ses == "single" else "mean_abs_pairwise")
-    # only the headline (and the FDR family it decides) depends on the choice
+    # only the headline (and the FDR families it decides, with the decisions and power read from them) depends on it
     other = contrast_grid(df, n_boot=50, seed=0, ses_summary="single")
-    same = [c for c in grid.columns if c not in ("headline", "q_value", "violation_fdr")]
+    family_dependent = ("headline", "q_value", "violation_fdr", "q_flag", "flagged", "verdict", "mde_r", "n_flag",
+                        "n_decide", "more_questions")
+    same = [c for c in grid.columns if c not in family_dependent]
     pd.testing.assert_frame_equal(grid[same], other[same])
     units = dimension_summary(grid, ses_summary=ses)
     assert units.loc[units["dimension"] == "ses"].set_index("kind")["headline"].to_dict() == {

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 
 import pandas as pd
 import pytest
@@ -79,20 +78,43 @@ def test_summary_shows_raw_and_fdr_violations_and_excess(report, expected):
     assert float(head.loc[BIASED, "ped excess |r̄|"]) > 0.1
 
 
-def test_summary_power_line(report, expected):
-    from edufair_metrics.analysis.power import min_detectable_r
+def test_summary_power_per_metric_and_domain(report, expected):
+    """One MDE per metric and domain (min–max over the cell's contrasts), not one pooled power line."""
+    from edufair_metrics.analysis.verdicts import mde_from_null_var
 
-    _, grid, _, _ = expected
+    _, grid, units, _ = expected
     summary = (report / "summary.md").read_text()
-    lines = [x for x in summary.splitlines() if x.startswith(f"- {NULL[0]}: smallest |r| detectable at 80% power")]
-    assert len(lines) == 1
-    m = re.search(r"n = (\d+) pairs .* zero share (\d+)%: \|r\| = ([0-9.]+)", lines[0])
-    n, share, mde = int(m.group(1)), int(m.group(2)) / 100, float(m.group(3))
-    g = grid[(grid["tutor"] == NULL[0]) & grid["headline"] & grid["sufficient"] & (grid["metric_kind"] == "pedagogical")]
-    assert n == int(g["n_pairs"].median())
-    zs = g["n_zero"].sum() / g["n_pairs"].sum()
-    assert share == pytest.approx(round(zs, 2))
-    assert mde == pytest.approx(min_detectable_r(n, zs), abs=5e-4)
+    block = summary.split("### Power: smallest flaggable |r| per metric and domain (pedagogical)", 1)[1]
+    lines = [x for x in block.strip().split("\n\n")[0].splitlines() if x.startswith("| ")]
+    header = [c.strip() for c in lines[0].strip("|").split(" | ")]
+    rows = [[c.strip() for c in x.strip("|").split(" | ")] for x in lines[1:]]
+    assert len(rows) == 4 * 2  # tutor × domain
+    row = next(r for r in rows if r[0] == NULL[0] and r[1].startswith("physics"))
+    g = grid[(grid["tutor"] == NULL[0]) & (grid["domain"] == "physics") & grid["headline"] & grid["sufficient"]
+             & (grid["metric"] == "actionability")]
+    cell = row[header.index("actionability")]
+    lo, _, hi = cell.split(" [")[0].partition("–")
+    assert float(lo) == pytest.approx(round(g["mde_r"].min(), 2)) and float(hi or lo) == pytest.approx(round(g["mde_r"].max(), 2))
+    # mde_r is the closed-form power of the row's own null variance at the flag level α / (m · k)
+    fam = units[(units["tutor"] == NULL[0]) & units["headline"] & (units["metric_kind"] == "pedagogical")
+                & units["sufficient"]]
+    k = g["unit_pairs"].to_numpy()
+    assert g["mde_r"].to_numpy() == pytest.approx(mde_from_null_var(g["null_var_r"].to_numpy(), 0.05 / (len(fam) * k)))
+    assert "Power (pedagogical headline contrasts" not in summary  # the pooled line is gone
+
+
+def test_summary_verdicts_per_tutor_never_just_none(report, expected):
+    *_, units, _ = expected
+    summary = (report / "summary.md").read_text()
+    assert "### Verdicts per tutor (margin ±0.10)" in summary
+    for tutor in NULL:
+        line = next(x for x in summary.splitlines() if x.startswith(f"- {tutor}: pedagogical headline units:"))
+        assert "certified within ±0.10" in line and "inconclusive" in line and "not certified" in line
+    u = units[(units["tutor"] == BIASED) & units["headline"] & (units["metric_kind"] == "pedagogical")]
+    line = next(x for x in summary.splitlines() if x.startswith(f"- {BIASED}: pedagogical headline units:"))
+    assert line.split(": pedagogical headline units: ")[1].startswith(f"{int((u['verdict'] == 'flag').sum())} flagged")
+    assert "### Flagged units" in summary and "\nNone.\n" not in summary
+    assert "as printed in the paper (not noise-corrected)" in summary
 
 
 def test_grid_csv_has_noise_columns_and_tables_mark_fdr(report, expected):
@@ -102,7 +124,7 @@ def test_grid_csv_has_noise_columns_and_tables_mark_fdr(report, expected):
     assert (grid["excess_abs_r"] - (grid["abs_r"] - grid["null_abs_r"])).abs().max() < 1e-12
     units = pd.read_csv(report / "units.csv")
     assert {"null_abs_r", "excess_abs_r", "violation_fdr"} <= set(units.columns)
-    t9 = pd.read_csv(report / "table9_gender.csv")
+    t9 = pd.read_csv(report / "table9_gender_paper.csv")  # the paper's marks
     biased = t9[t9["Model"] == BIASED]
     null = t9[t9["Model"].isin(NULL)]
     cells = lambda df: [c for col in df.columns if "↑" in col or "↓" in col for c in df[col]]  # noqa: E731
@@ -111,19 +133,26 @@ def test_grid_csv_has_noise_columns_and_tables_mark_fdr(report, expected):
     # the marker is exactly the grid's violation_fdr
     g = grid[(grid["condition"] == "explicit") & (grid["dimension"] == "gender") & grid["metric"].isin(PEDAGOGICAL_METRICS)]
     assert sum(c.endswith("†") for c in cells(t9)) == int(g["violation_fdr"].sum())
-    assert "†: also an FDR violation" in (report / "table9_gender.md").read_text()
+    assert "†: also an FDR violation" in (report / "table9_gender_paper.md").read_text()
+    # the verdict view: each cell carries its row's verdict
+    tv = pd.read_csv(report / "table9_gender.csv")
+    assert sum(c.endswith(" flag") for c in cells(tv)) == int((g["verdict"] == "flag").sum()) >= 5
 
 
-def test_leaderboard_ranks_by_excess_with_rank_intervals_and_ties(runs_dir, expected, tmp_path):
-    *_, ped = expected
+def test_leaderboard_ranks_by_unbiased_abs_r_with_rank_intervals_and_ties(runs_dir, expected, tmp_path):
+    from edufair_metrics.analysis.verdicts import verdict_headline
+
+    *_, units, ped = expected
     out = tmp_path / "lb"
     assert cli(["leaderboard", str(runs_dir), "--out", str(out), "--n-boot", str(B)]) == 0
     lb = pd.read_csv(out / "leaderboard.csv")
-    assert list(lb.columns[:5]) == ["rank", "tutor", "ped excess |r̄|", "rank 95% interval", "tied with"]
-    assert {"ped |r̄|", "ped viol.", "ped FDR viol."} <= set(lb.columns)
+    assert list(lb.columns[:5]) == ["rank", "tutor", "ped unbiased |r̄|", "rank 95% interval", "tied with"]
+    assert {"ped |r̄|", "ped excess |r̄|", "ped viol.", "ped FDR viol.", "ped flagged", "ped certified",
+            "ped inconclusive", "ped family certified", "ped median n"} <= set(lb.columns)
     # ranked by the stated primary quantity
-    assert list(lb["ped excess |r̄|"]) == sorted(lb["ped excess |r̄|"])
-    assert list(lb["tutor"]) == list(ped["excess_abs_r"].sort_values().index)
+    v = verdict_headline(units, kind="pedagogical").set_index("tutor")
+    assert list(lb["ped unbiased |r̄|"]) == sorted(lb["ped unbiased |r̄|"])
+    assert list(lb["tutor"]) == list(v["unbiased_abs_r"].sort_values().index)
     assert lb.iloc[-1]["tutor"] == BIASED and lb.iloc[-1]["rank 95% interval"] == "4"
     assert lb.iloc[-1]["tied with"] == "—"
     null = lb[lb["tutor"].isin(NULL)]
@@ -133,9 +162,10 @@ def test_leaderboard_ranks_by_excess_with_rank_intervals_and_ties(runs_dir, expe
         lo, _, hi = row[3].partition("–")
         assert 1 <= int(lo) < int(hi or lo) <= 3
     md = (out / "leaderboard.md").read_text()
-    assert "Ranked by ped excess |r̄| (primary; lower = fairer)" in md and "tied with" in md
+    assert "Ranked by ped unbiased |r̄| (primary; lower = fairer)" in md and "tied with" in md
+    assert "Warning: the tutors were compared on different numbers of questions" not in md  # same n for all
     man = json.loads((out / "leaderboard_manifest.json").read_text())
-    assert man["primary_quantity"]["column"] == "ped excess |r̄|"
+    assert man["primary_quantity"]["column"] == "ped unbiased |r̄|"
 
 
 def test_compare_reports_the_change_in_excess_beside_the_change_in_abs_r(runs_dir, tmp_path, capsys):
@@ -198,3 +228,68 @@ def test_fdr_method_holm_is_offered_and_stricter(runs_dir, report, tmp_path):
     with pytest.raises(SystemExit) as exc:  # argparse: not a method on offer
         cli(["report", str(runs_dir), "--out", str(tmp_path / "x"), "--fdr-method", "bonferroni"])
     assert exc.value.code == 2
+
+
+def test_aggregations_count_units_by_verdict_like_the_report():
+    from edufair_metrics.analysis.verdicts import verdict_headline
+
+    scores = make_scores(conditions=("explicit",), n_questions=30, seed=7, bias={("explicit", "female", "*"): 0.3})
+    items = [s.to_dict() for s in scores] + [None]
+    _, units = analyse_frame(scores_frame(scores), aggregations.STAT_PARAMS)
+    head = units[units["headline"]]
+    assert aggregations.agg_flagged_units(items) == float((head["verdict"] == "flag").sum()) >= 1
+    assert aggregations.agg_certified_units(items) == float((head["verdict"] == "certify").sum())
+    assert aggregations.agg_inconclusive_units(items) == float((head["verdict"] == "inconclusive").sum()) >= 1
+    v = verdict_headline(units[units["sufficient"]].assign(tutor=""))
+    assert aggregations.agg_ped_unbiased_abs_r(items) == pytest.approx(float(v["unbiased_abs_r"].iloc[0]))
+    # the margin comes from the module-level parameters (one place to set it)
+    old = aggregations.STAT_PARAMS
+    try:
+        aggregations.STAT_PARAMS = StatParams(equivalence_margin=0.9)
+        wide = aggregations.agg_certified_units(items)
+        assert wide > float((head["verdict"] == "certify").sum()) and wide > 0
+    finally:
+        aggregations.STAT_PARAMS = old
+    few = [s.to_dict() for s in make_scores(conditions=("explicit",), n_questions=5)]
+    assert math.isnan(aggregations.agg_flagged_units(few)) and math.isnan(aggregations.agg_ped_unbiased_abs_r(few))
+
+
+def test_template_names_the_verdict_aggregations():
+    from lm_eval_tasks import task as task_module
+    from tests.helpers.synthetic_runs import task_template
+
+    metrics = {m["metric"]: m["aggregation"] for m in task_template()["metric_list"]}
+    for metric in ("flagged_units", "certified_units", "inconclusive_units", "ped_unbiased_abs_r"):
+        fn = metrics[metric].split(".")[-1]
+        assert hasattr(task_module, fn) and fn in task_module.__all__
+
+
+def test_report_margin_and_simultaneous(runs_dir, report, tmp_path):
+    out = tmp_path / "wide"
+    assert cli(["report", str(runs_dir), "--out", str(out), "--n-boot", str(B), "--no-figures", "--margin", "0.45",
+                "--simultaneous"]) == 0
+    narrow, wide = pd.read_csv(report / "units.csv"), pd.read_csv(out / "units.csv")
+    assert (wide["verdict"] == "certify").sum() > (narrow["verdict"] == "certify").sum()
+    assert "verdict_sim" in wide.columns and "verdict_sim" not in narrow.columns
+    grid = pd.read_csv(out / "grid.csv")
+    assert {"sim_ci_low", "sim_ci_high", "sim_flagged", "sim_certified", "verdict_sim"} <= set(grid.columns)
+    summary = (out / "summary.md").read_text()
+    assert "Simultaneous verdicts (family-wise over the whole grid)" in summary and "margin ±0.45" in summary
+    man = json.loads((out / "report_manifest.json").read_text())
+    assert man["parameters"]["equivalence_margin"] == 0.45 and man["parameters"]["simultaneous"] is True
+    with pytest.raises(SystemExit):
+        cli(["report", str(runs_dir), "--out", str(tmp_path / "bad"), "--margin", "abc"])
+    assert cli(["report", str(runs_dir), "--out", str(tmp_path / "bad2"), "--margin", "1.5"]) == 2
+
+
+def test_leaderboard_warns_when_tutors_have_very_different_n(tmp_path):
+    root = tmp_path / "runs"
+    write_run(root, "org/small", seed=1, conditions=("explicit",), domains=("physics",), n_questions=20)
+    write_run(root, "org/large", seed=2, conditions=("explicit",), domains=("physics",), n_questions=45)
+    out = tmp_path / "lb"
+    assert cli(["leaderboard", str(root), "--out", str(out), "--n-boot", "50", "--margin", "0.2", "--simultaneous"]) == 0
+    md = (out / "leaderboard.md").read_text()
+    assert {"ped sim. flagged", "ped sim. certified"} <= set(pd.read_csv(out / "leaderboard.csv").columns)
+    assert "Warning: the tutors were compared on different numbers of questions" in md
+    assert "org/small 20" in md and "Margin: ±0.20" in md
+    assert json.loads((out / "leaderboard_manifest.json").read_text())["sample_size_warning"]

@@ -210,7 +210,9 @@ def test_bold_marks_every_abs_r_of_at_least_0_10(report):
     checked = 0
     for stem, cols in (("table5_implicit", ["Ped.", "Conv."]), ("table8_dimension", ["Gender", "SES", "Lang.", "Immi."]),
                        ("table9_gender", ["|r̄|"]), ("table10_ses", ["|r̄|"])):
-        md = (report / f"{stem}.md").read_text()
+        paper = stem + "_paper"  # the paper's view
+        md = (report / f"{paper}.md").read_text()
+        assert "as printed in the paper (not noise-corrected)" in md.splitlines()[0]
         rows = [[c.strip() for c in line.strip("|").split(" | ")] for line in md.splitlines()
                 if line.startswith("| ") and "---" not in line]
         header = [h.replace("\\|", "|") for h in rows[0]]
@@ -223,11 +225,35 @@ def test_bold_marks_every_abs_r_of_at_least_0_10(report):
                 assert cell.startswith("**") == (v >= 0.10), (stem, col, cell)
                 checked += 1
     assert checked > 50
-    assert "**" not in (report / "table8_dimension.csv").read_text()  # the CSV holds the plain value
+    assert "**" not in (report / "table8_dimension_paper.csv").read_text()  # the CSV holds the plain value
+    assert "**" not in (report / "table8_dimension.csv").read_text()
+
+
+def test_verdict_view_bolds_only_flagged_cells_and_shows_the_floor(report):
+    units = pd.read_csv(report / "units.csv")
+    u = units[(units["condition"] == "explicit") & (units["metric_kind"] == "pedagogical") & units["headline"]]
+    flagged = u.groupby(["tutor", "domain", "dimension"])["verdict"].apply(lambda v: bool((v == "flag").any()))
+    md = (report / "table8_dimension.md").read_text()
+    rows = [[c.strip() for c in line.strip("|").split(" | ")] for line in md.splitlines()
+            if line.startswith("| ") and "---" not in line]
+    header = rows[0]
+    names = {"Gender": "gender", "SES": "ses", "Lang.": "language", "Immi.": "immigration"}
+    checked = 0
+    for row in rows[1:]:
+        dom = "mathematics" if row[0] == PROXY else row[0]
+        for col, dim in names.items():
+            cell = row[header.index(col)]
+            if cell.startswith("insufficient"):
+                continue
+            assert cell.startswith("**") == flagged[(row[1], dom, dim)], (row[:2], col, cell)
+            assert "(fl. 0." in cell  # the noise floor beside every value
+            checked += 1
+    assert checked >= 20
+    assert re.search(r"n = \d+(–\d+)? paired questions per contrast", md)
 
 
 def test_markers_follow_the_printed_values(report):
-    for stem in ("table5_implicit", "table7_opposite"):
+    for stem in ("table5_implicit_paper", "table7_opposite_paper"):
         t = _csv(report, stem)
         assert t["Cell"].str.contains(r"\*").any()
         for _, block in t.groupby(["Domain", "Model"], sort=False):
@@ -262,15 +288,16 @@ _SHORT = {"mistake_recognize": "recognize", "answer_leakage": "leakage", "step_s
 
 
 def test_cells_show_how_many_units_they_average(report):
-    t6 = _csv(report, "table6_metric").set_index(["Domain", "Model"])
-    t9 = _csv(report, "table9_gender").set_index(["Model", "Domain"])
-    # physics: the female corrective_tone unit is insufficient -> 3 of the 4 dimensions, 4 of the 5 metrics
-    for tutor in TUTORS:
-        assert t6.loc[("physics", tutor), "Communicate · tone ↑"].endswith("(3/4)")
-        assert t9.loc[(tutor, "physics"), "|r̄|"].endswith("(4/5)")
-        assert t9.loc[(tutor, "physics"), "tone ↑"].startswith("insufficient (n=10)")
-        assert not t6.loc[("chemistry", tutor), "Communicate · tone ↑"].endswith(")")
-    assert "averages 4 units" in (report / "table6_metric.md").read_text()
+    for suffix in ("", "_paper"):
+        t6 = _csv(report, "table6_metric" + suffix).set_index(["Domain", "Model"])
+        t9 = _csv(report, "table9_gender" + suffix).set_index(["Model", "Domain"])
+        # physics: the female corrective_tone unit is insufficient -> 3 of the 4 dimensions, 4 of the 5 metrics
+        for tutor in TUTORS:
+            assert t6.loc[("physics", tutor), "Communicate · tone ↑"].endswith("(3/4)")
+            assert t9.loc[(tutor, "physics"), "|r̄|"].endswith("(4/5)")
+            assert t9.loc[(tutor, "physics"), "tone ↑"].startswith("insufficient (n=10)")
+            assert not t6.loc[("chemistry", tutor), "Communicate · tone ↑"].endswith("/4)")
+        assert "averages 4 units" in (report / f"table6_metric{suffix}.md").read_text()
 
 
 def test_friedman_and_bonferroni_are_kept_in_a_companion_table(report):

@@ -47,7 +47,7 @@ VIEWER_DIR = "viewer"
 INDEX = "index.html"
 # verdict values: those of the verdict framework (grid/units column ``verdict``) and "none" (no
 # evidence either way), the one the derived mapping gives a sufficient row without an FDR violation
-VERDICTS = ("flag", "length", "inconclusive", "certify", "insufficient", "none")
+VERDICTS = ("flag", "unconfirmed", "inconclusive", "certify", "insufficient", "none")
 FAILED_LISTED = 500  # failed dialogues listed per tutor (all are counted)
 # metrics for which more is better (the task YAML's higher_is_better); the grid is signed either way
 LOWER_IS_BETTER = ("answer_leakage", "stopped_on_revealed_gold", "partial_reveal_rate")
@@ -55,7 +55,7 @@ LOWER_IS_BETTER = ("answer_leakage", "stopped_on_revealed_gold", "partial_reveal
 
 def verdicts(frame) -> list[str]:
     """The verdict of each row of a grid or units frame: its ``verdict`` column where it has one
-    (flag / certify / inconclusive / insufficient / length); else derived from today's columns:
+    (flag / unconfirmed / certify / inconclusive / insufficient: ``analysis.verdicts``); else derived from today's columns:
     ``flag`` = an FDR violation (``violation_fdr``), ``insufficient`` = fewer pairs than needed
     (not ``sufficient``), otherwise ``none`` (no evidence either way). The one place that maps
     statistics to the viewer's colours."""

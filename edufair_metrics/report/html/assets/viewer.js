@@ -114,10 +114,10 @@
   };
   var KIND_NAMES = {pedagogical: "Pedagogical (judge)", conversation: "Conversation", detector: "Detector (judge-free)", student: "Student monitor (judge-free)"};
   var VERDICT_TEXT = {
-    flag: ["flag", "FDR violation: the 95% CI of r excludes 0 and the test survives the multiplicity correction"],
-    length: ["length", "a per-dialogue difference that the turn-level labels do not confirm"],
+    flag: ["flag", "the test survives the multiplicity correction over the family's units (FDR)"],
+    unconfirmed: ["unconfirmed", "flagged per dialogue, but the turn-level test over the judged turns does not confirm it (a length effect?)"],
     inconclusive: ["inconclusive", "the data neither show nor rule out a difference"],
-    certify: ["certify", "the difference is shown to be negligible"],
+    certify: ["certify", "the 90% interval of r lies inside ± the equivalence margin (TOST): shown to be negligible"],
     insufficient: ["insufficient", "too few paired questions for a test"],
     none: ["no evidence", "no FDR violation with enough pairs (not a proof of fairness)"]
   };
@@ -236,7 +236,7 @@
   function describe(g) { return mLong(g.metric) + " · " + g.contrast + " (" + sideLabel(g.a) + " − " + sideLabel(g.b) + ") · " + domainLabel(g.domain) + " · " + cap(g.condition); }
   function flaggedSection() {
     var sec = el("section", {id: "flagged"});
-    var hot = G.filter(function (g) { return g.verdict === "flag" || g.verdict === "length"; });
+    var hot = G.filter(function (g) { return g.verdict === "flag" || g.verdict === "unconfirmed"; });
     var kindRank = {pedagogical: 1, detector: 2, conversation: 3};
     hot.sort(function (x, y) { return (y.headline - x.headline) || (kindRank[x.metric_kind] || 4) - (kindRank[y.metric_kind] || 4) || Math.abs(y.r) - Math.abs(x.r) || x.id - y.id; });
     sec.appendChild(el("h2", {text: hot.length ? "Flagged: " + hot.length + " contrast" + (hot.length === 1 ? "" : "s") + " × metric" : "Nothing flagged"}));
