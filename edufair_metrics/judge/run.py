@@ -8,7 +8,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from edufair_metrics.cache import CallCache, canonical_json
+from edufair_metrics.cache import CallCache, cache_key
 from edufair_metrics.errors import Interrupted
 from edufair_metrics.failures import CallCounts, FailureKind
 from edufair_metrics.judge.client import _Stats, judge_turn, make_client
@@ -51,6 +51,7 @@ def judge_transcripts(
     cache: CallCache | None = None,
     progress: bool = True,
     summary: dict[str, Any] | None = None,
+    counts: CallCounts | None = None,
 ) -> list[list[TurnJudgement]]:
     """One list of TurnJudgement per transcript (one per tutor turn, in turn order).
 
@@ -60,13 +61,23 @@ def judge_transcripts(
     turn that asked (:class:`TurnCoalescer`); a copy has ``attempts`` 0. So each distinct request
     costs at most ``1 + max_retries`` HTTP requests. If ``summary`` is a dict it is filled with
     ``summarize_judgements`` plus "requests" (HTTP calls made), "failed_attempts" by kind and
-    "calls" (:class:`CallCounts` of the judge, as a dict)."""
+    "calls" (:class:`CallCounts` of the judge, as a dict). ``counts``: the CallCounts to count
+    into, as the calls happen (default: a new one)."""
     from tqdm.auto import tqdm
 
     settings.require_endpoint()
     client = make_client(settings)
     stats = _Stats()
     coalescer = TurnCoalescer(lambda t, i: judge_turn(client, settings, t, i, cache=cache, stats=stats))
+    if counts is not None:
+        coalescer.counts = counts
+    count_failed_attempt = stats.failed
+
+    def failed_attempt(kind: str) -> None:  # also into the counts, as it happens
+        count_failed_attempt(kind)
+        coalescer.counts.attempt_failed(kind)
+
+    stats.failed = failed_attempt
     n_turns = sum(len(t.tutor_turn_indices()) for t in transcripts)
     bar = tqdm(total=n_turns, desc=f"judge {settings.model}", unit="turn", disable=not progress)
     bar_lock = threading.Lock()
@@ -98,7 +109,6 @@ def judge_transcripts(
             client.close()
         except Exception:  # pragma: no cover
             pass
-    coalescer.counts.failed_attempts_by_kind = dict(sorted(stats.failed_attempts.items()))
     if summary is not None:
         summary.update(summarize_judgements(results))
         summary["requests"] = stats.requests
@@ -120,7 +130,9 @@ class TurnCoalescer:
         self.counts = CallCounts("judge")
 
     def judge(self, transcript: Transcript, turn_index: int) -> TurnJudgement:
-        key = canonical_json(build_messages(transcript, turn_index))  # settings are fixed per run
+        # settings are fixed per run; the digest, not the messages, is kept (a paper-size task judges
+        # ~45,000 turns, whose prompts would otherwise stay in memory until the end)
+        key = cache_key(build_messages(transcript, turn_index))
         with self._lock:
             future = self._results.get(key)
             owner = future is None
