@@ -63,6 +63,8 @@ class TaskSpec:
     seeds: dict[str, Any] = field(default_factory=dict)
     sample: dict[str, Any] | None = None  # provenance of the question sample, when one was drawn
     bank_file: Path | None = None
+    # how the task is split and batched: {"world_size", "tutor_batch_size", "shard"} (provenance)
+    execution: dict[str, Any] | None = None
 
 
 @dataclass
@@ -93,7 +95,7 @@ def run_task(spec: TaskSpec, settings, documents: Sequence[dict[str, Any]], *, t
         bank_file=spec.bank_file or Path(""), domain=spec.domain, judge_prompts_file=judge_prompts_path(),
         models={"tutor": tutor.provenance(), "student": student.identity or {}},
         decoding={"tutor": tutor_gk, "student": student_gk}, max_tutor_turns=settings.max_tutor_turns,
-        seeds=dict(spec.seeds), sample=spec.sample,
+        seeds=dict(spec.seeds), sample=spec.sample, execution=spec.execution,
     )
     tutor_gen = CachedGenerator(tutor.model, "tutor", tutor.identity or {}, cache if tutor.identity else None)
     student_gen = CachedGenerator(student.model, "student", student.identity or {}, cache if student.identity else None)

@@ -1,7 +1,7 @@
 """Test only (``tests/lmeval/test_sharded.py``): the real lm-eval CLI (``tests/helpers/_lm_eval_cli.py``:
 no indexing of lm-eval's built-in tasks) with ONE more change, so that ``accelerate launch
 --num_processes N`` on CPU (gloo) shards like N GPUs: while ``HFLM.__init__`` runs, and only then,
-``torch.cuda.device_count()`` says N (``$WORLD_SIZE``, set by accelerate). HFLM reads the device
+``torch.cuda.device_count()`` says N (``$WORLD_SIZE``, set by accelerate; one process: no change). HFLM reads the device
 count only to decide whether ``accelerate launch`` means data parallelism ("gpus > 1"); with
 ``ACCELERATE_USE_CPU=true`` the model stays on the CPU and the processes talk over gloo. Nothing
 else sees the patched count (it is restored before ``__init__`` returns), so no code path tries
@@ -20,8 +20,11 @@ _init = huggingface.HFLM.__init__
 
 
 def _init_seeing_one_device_per_process(self, *args, **kwargs):
+    processes = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    if processes <= 1:  # one process: HFLM as it is
+        return _init(self, *args, **kwargs)
     real = torch.cuda.device_count
-    torch.cuda.device_count = lambda: int(os.environ.get("WORLD_SIZE", "1"))
+    torch.cuda.device_count = lambda: processes
     try:
         _init(self, *args, **kwargs)
     finally:
