@@ -168,6 +168,36 @@ def cache_key(key_obj: Any) -> str:
     return hashlib.sha256(canonical_json(key_obj).encode("utf-8")).hexdigest()
 
 
+# The longest answer (tutor, student or judge) EduFair accepts, in UTF-8 bytes: far beyond any turn
+# of the protocol's decoding (2048 new tokens), so only a broken endpoint sends more.
+MAX_ANSWER_BYTES = 512 * 1024
+
+
+def unstorable_text(text: str) -> str | None:
+    """Why ``text`` (a model's answer) cannot be stored in the call cache and the samples file, or
+    None when it can: a lone surrogate (valid as a JSON escape such as ``\\ud800``, but no UTF-8
+    text), NUL bytes, or more than :data:`MAX_ANSWER_BYTES`. Such an answer is a failed request
+    (``bad_body``), never a turn."""
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        return f"answer is not valid text ({exc.reason} at character {exc.start})"
+    if "\x00" in text:
+        return f"answer holds {text.count(chr(0))} NUL byte(s)"
+    if size > MAX_ANSWER_BYTES:
+        return f"answer of {size} bytes is longer than {MAX_ANSWER_BYTES} (a broken endpoint?)"
+    return None
+
+
+def storable_excerpt(text: Any, limit: int = 2000) -> str | None:
+    """``text`` cut to ``limit`` characters, with whatever could not be stored escaped (lone
+    surrogates, NUL bytes): for the raw answer a failure record keeps."""
+    if text is None:
+        return None
+    text = str(text)[:limit]
+    return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
+
+
 def _namespace_of(key_obj: Any) -> str:
     if isinstance(key_obj, dict) and isinstance(key_obj.get("namespace"), str):
         return key_obj["namespace"]
@@ -201,6 +231,13 @@ class CallCache:
                 )
                 conn.execute("CREATE INDEX IF NOT EXISTS calls_ns ON calls(namespace)")
                 conn.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                # per-role call counts of each process of a task run, kept while it runs, so that a
+                # resumed run reports the work of every process (edufair_metrics/run/counts.py)
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS run_counts ("
+                    " run TEXT NOT NULL, process TEXT NOT NULL, counts TEXT NOT NULL,"
+                    " finished INTEGER NOT NULL, updated REAL NOT NULL, PRIMARY KEY (run, process))"
+                )
                 conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
                 conn.execute("COMMIT")
             except BaseException:
@@ -237,9 +274,17 @@ class CallCache:
 
     def put(self, key_obj: Any, value: Any) -> bool:
         """Store ``value`` (JSON-serialisable) in its own committed transaction. Returns False (and
-        stores nothing) if the key or value would contain an API key from the environment."""
-        text = json.dumps(value, ensure_ascii=False, sort_keys=True, allow_nan=False)
-        key_text = canonical_json(key_obj)
+        stores nothing) if the key or value would contain an API key from the environment, or could
+        not be stored (text that is not UTF-8, such as a lone surrogate; NaN): a value that cannot
+        be stored is a miss on the next run, never the end of this one."""
+        try:
+            text = json.dumps(value, ensure_ascii=False, sort_keys=True, allow_nan=False)
+            key_text = canonical_json(key_obj)
+            text.encode("utf-8")
+            key_text.encode("utf-8")
+        except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
+            log.warning("cache: not storing an entry that cannot be stored (%s)", str(exc)[:200])
+            return False
         for secret in known_secrets():
             if secret in text or secret in key_text:
                 log.warning("cache: refusing to store an entry that contains an API key")
@@ -260,6 +305,47 @@ class CallCache:
                 pass
             raise
         return True
+
+    # ---- call counts of task runs (see edufair_metrics/run/counts.py) ---------------------------
+    def save_run_counts(self, run: str, process: str, counts: Mapping[str, Any]) -> None:
+        """Store (replace) one process's call counts of ``run`` so far, in one transaction."""
+        text = json.dumps(counts, sort_keys=True)
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("INSERT OR REPLACE INTO run_counts (run, process, counts, finished, updated) VALUES (?, ?, ?, 0, ?)",
+                         (run, process, text, time.time()))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def earlier_run_counts(self, run: str, process: str) -> list[dict[str, Any]]:
+        """The counts that other, unfinished processes of ``run`` left (interrupted before they
+        finished), oldest first."""
+        rows = self._conn().execute("SELECT counts FROM run_counts WHERE run = ? AND process != ? AND finished = 0 "
+                                    "ORDER BY updated", (run, process)).fetchall()
+        out = []
+        for (text,) in rows:
+            try:
+                out.append(json.loads(text))
+            except json.JSONDecodeError:
+                log.warning("cache %s: unreadable call counts of run %s; ignored", self.path, run[:12])
+        return out
+
+    def finish_run_counts(self, run: str, process: str, counts: Mapping[str, Any]) -> None:
+        """Replace every row of ``run`` by ``counts`` (the combined counts of its processes), marked
+        finished, in one transaction: a later process of the same run starts afresh."""
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("DELETE FROM run_counts WHERE run = ?", (run,))
+            conn.execute("INSERT INTO run_counts (run, process, counts, finished, updated) VALUES (?, ?, ?, 1, ?)",
+                         (run, process, json.dumps(counts, sort_keys=True), time.time()))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
     def stats(self) -> dict[str, Any]:
         """{"path", "entries", "namespaces": {ns: n}, "size_bytes" (db + WAL), "oldest", "newest"}."""
@@ -286,6 +372,7 @@ class CallCache:
         conn.execute("BEGIN IMMEDIATE")
         try:
             if namespace is None:
+                conn.execute("DELETE FROM run_counts")
                 cur = conn.execute("DELETE FROM calls")
             else:
                 cur = conn.execute("DELETE FROM calls WHERE namespace = ?", (namespace,))

@@ -39,9 +39,11 @@ def check_reachable(what: str, url: str | None, timeout_s: float = 3.0) -> None:
 
 def check_output_path(output_path: str | os.PathLike | None) -> None:
     """lm-eval writes results and samples under ``--output_path`` only after the whole job, and
-    an unwritable path then loses everything with exit status 0. Check it first, creating nothing:
-    the path (or, for ``*.json``, its folder) must be a folder, or not exist yet under a writable
-    folder; no part of it may be a file."""
+    an unwritable path then loses everything with exit status 0. Check it first, leaving nothing
+    behind: the path (or, for ``*.json``, its folder) must be a folder, or not exist yet under a
+    folder; no part of it may be a file; and a temporary file must really be created (and removed)
+    in the deepest folder that exists. ``os.access`` is not enough: it calls ``/proc`` writable
+    for root, and knows nothing of read-only mounts, quotas or ACLs."""
     if not output_path:
         return
     from pathlib import Path
@@ -57,8 +59,18 @@ def check_output_path(output_path: str | os.PathLike | None) -> None:
         probe = probe.parent
     if probe.exists() and not probe.is_dir():
         raise EduFairError(f"--output_path {output_path}: {probe} is a file, not a folder; nothing could be saved there")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise EduFairError(f"--output_path {output_path}: {probe} is not writable; nothing could be saved there")
+    import tempfile
+
+    try:
+        fd, name = tempfile.mkstemp(prefix=".edufair-write-probe-", dir=probe)
+        try:
+            os.write(fd, b"x")
+        finally:
+            os.close(fd)
+            os.unlink(name)
+    except OSError as exc:
+        raise EduFairError(f"--output_path {output_path}: {probe} is not writable ({exc.strerror or exc}); "
+                           "nothing could be saved there") from None
 
 
 def openai_key_exposure(endpoints: dict[str, str | None], environ: dict[str, str] | None = None) -> list[str]:

@@ -28,10 +28,12 @@ def _sha256_or_none(path: Path) -> str | None:
 
 def run_provenance(*, bank_file: Path, domain: str, judge_prompts_file: Path, models: dict[str, Any],
                    decoding: dict[str, Any], max_tutor_turns: Any, seeds: dict[str, Any],
-                   sample: dict[str, Any] | None = None) -> dict[str, Any]:
+                   sample: dict[str, Any] | None = None, execution: dict[str, Any] | None = None) -> dict[str, Any]:
     """The part of a record's provenance fixed when the dialogues of a task start. ``sample``: the
-    question subsample (fraction, seed, how many of how many, hash of the chosen ids), or None."""
-    return {
+    question subsample (fraction, seed, how many of how many, hash of the chosen ids), or None.
+    ``execution``: how the task was split and batched (``world_size``, the tutor's
+    ``tutor_batch_size``, the ``shard``), or None."""
+    out = {
         "bank": {"domain": domain, "file": bank_file.name, "sha256": _sha256_or_none(bank_file), "sample": sample},
         "judge_prompts_sha256": _sha256_or_none(judge_prompts_file),
         "models": models,
@@ -39,6 +41,9 @@ def run_provenance(*, bank_file: Path, domain: str, judge_prompts_file: Path, mo
         "max_tutor_turns": max_tutor_turns,
         "seeds": seeds,
     }
+    if execution is not None:
+        out["execution"] = dict(execution)
+    return out
 
 
 def record_provenance(judge: dict[str, Any] | None, run: dict[str, Any] | None, protocol_sha256: str) -> dict[str, Any]:

@@ -99,17 +99,24 @@ class ConditionLevel:
 class Turn:
     """One utterance. ``role`` is ``question`` (the opening question, not generated),
     ``student`` or ``tutor``. ``text`` is what the other party and the judge see (reasoning
-    stripped); ``raw`` is exactly what the model generated."""
+    stripped); ``raw`` is exactly what the model generated (None for the question).
+
+    Stored lean: ``raw`` only where it differs from ``text`` (a turn whose reasoning was stripped);
+    a stored turn without ``raw`` has ``raw == text``. Turns written before always hold ``raw``."""
 
     role: str
     text: str
     raw: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        if self.raw == self.text:
+            return {"role": self.role, "text": self.text}
+        return {"role": self.role, "text": self.text, "raw": self.raw}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Turn":
+        if "raw" not in data and "text" in data:
+            data = {**data, "raw": data["text"]}
         return _from_dict(cls, data)
 
 

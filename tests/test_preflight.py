@@ -29,8 +29,23 @@ def test_a_file_in_the_way_is_an_error(tmp_path):
 
 
 def test_unwritable_folder_is_an_error(tmp_path, monkeypatch):
-    real_access = os.access
-    monkeypatch.setattr(os, "access", lambda p, mode: False if str(p) == str(tmp_path) else real_access(p, mode))
+    """A folder that ``os.access`` calls writable but that is not: ``/proc`` as root, or (as any
+    other user) a read-only folder while ``os.access`` says yes. The check creates a file there."""
+    if os.geteuid() == 0:
+        target = "/proc/edufair-out"  # os.access("/proc", W_OK) is True for root; nothing can be created there
+        assert os.access("/proc", os.W_OK | os.X_OK)
+    else:
+        locked = tmp_path / "locked"
+        locked.mkdir()
+        locked.chmod(0o500)
+        monkeypatch.setattr(os, "access", lambda p, mode: True)
+        target = locked / "out"
     with pytest.raises(EduFairError, match="not writable") as ei:
-        check_output_path(tmp_path / "out")
-    assert "\n" not in str(ei.value)
+        check_output_path(target)
+    assert "\n" not in str(ei.value) and "nothing could be saved" in str(ei.value)
+
+
+def test_the_write_probe_leaves_nothing_behind(tmp_path):
+    check_output_path(tmp_path / "out" / "deeper")
+    check_output_path(tmp_path / "res.json")
+    assert list(tmp_path.iterdir()) == []

@@ -153,6 +153,10 @@ def agreement(x: Sequence[Any], y: Sequence[Any], *, n_boot: int = DEFAULT_AGREE
     if n_boot < 1:
         raise EduFairError(f"n_boot must be >= 1, got {n_boot}")
     a, b = paired_labels(x, y)
+    # the bootstrap resamples positions: in a canonical order of the pairs, its CIs depend only on
+    # the pairs, never on the order the items were read in (samples files, shards, ranks)
+    order = np.lexsort((b, a))
+    a, b = a[order], b[order]
     n = int(a.size)
     nan = math.nan
     if n == 0:

@@ -1,7 +1,8 @@
 """Model calls of the dialogue runner: every call cached persistently (a resumed run repeats no
 answered call), one batched call per side and turn (and cohort and decoding override: see
-``dialogue/loop.py``), identical requests of a call sent once, failed and empty answers retried a
-bounded number of times, and a request that still fails fails only its own dialogue(s). The models come in through the :class:`ChatModel` interface;
+``dialogue/loop.py``), identical requests of a call sent once, failed, empty and unstorable answers retried a
+bounded number of times (one batched call per retry round), and a request that still fails fails
+only its own dialogue(s), never the run. The models come in through the :class:`ChatModel` interface;
 ``edufair_metrics.lmeval`` adapts lm-eval's LMs to it.
 
 Attempt cap (per distinct request and turn): a request is sent at most ``1 + retries`` times
@@ -17,7 +18,7 @@ import logging
 import time
 from typing import Any, Callable, Protocol
 
-from edufair_metrics.cache import CallCache, call_key
+from edufair_metrics.cache import CallCache, call_key, storable_excerpt, unstorable_text
 from edufair_metrics.dialogue.state import strip_reasoning
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.failures import CallCounts, CallFailure, FailureKind, classify, describe
@@ -38,6 +39,9 @@ class ChatModel(Protocol):
 
     def generate(self, contexts: list, gen_kwargs: dict[str, Any], docs: list[dict[str, Any]],
                  on_answer: Callable[[str, str], None] | None = None, retry: bool = False) -> list[str]: ...
+    # One answer per context; a model that isolates failures per request may put a
+    # :class:`CallFailure` in the place of a request that failed (the others still count), and
+    # raises only when the call failed as a whole.
 
     # Optional: True for an HTTP API model, whose ``generate`` only waits on a server and may
     # therefore run in a worker thread (the turn loop overlaps it with the other side); False
@@ -144,10 +148,14 @@ class CachedGenerator:
         return outputs
 
     def _send(self, items: list[tuple[str, Any, dict[str, Any]]], gen_kwargs: dict[str, Any]) -> dict[str, Any]:
-        """Send distinct requests: first all in one batched call, then each request that failed
-        (retryable kinds only) alone, until answered or sent ``max_sends`` times. Sent alone
-        because lm-eval's API models raise for the whole batch when one request fails, and a
-        request alone has an unambiguous outcome."""
+        """Send distinct requests in retry rounds: round 1 sends all in one batched call, and each
+        later round sends, again in ONE batched call (at the model's own concurrency), every request
+        of the previous round that failed (retryable kinds only), until each is answered or sent
+        ``max_sends`` times. A model that isolates failures per request (lm-eval's API models behind
+        ``HarnessModel``: a failed request is a :class:`CallFailure` in its place) never fails a
+        whole batch. When a batch fails as a whole anyway, the requests whose answers had not
+        arrived have no known outcome: from then on each request is sent alone (an unambiguous
+        outcome), as the only way to keep one bad request from failing the others."""
         sends = {prompt: 0 for prompt, _, _ in items}
         stored: set[str] = set()
         final: dict[str, Any] = {}
@@ -157,7 +165,7 @@ class CachedGenerator:
         def store(prompt: str, answer: str) -> None:
             # Persist each answer the moment it arrives, not after the whole batch: a kill in the
             # middle of a turn loses no answer the client already received. Failed answers
-            # (empty, reasoning only) are never stored.
+            # (empty, reasoning only, not storable) are never stored.
             if self.cache is not None and prompt in sends and prompt not in stored \
                     and not isinstance(self._checked(answer), CallFailure):
                 if self.cache.put(self._key(prompt, frozen_gen_kwargs), answer):
@@ -174,32 +182,39 @@ class CachedGenerator:
             final[prompt] = result
             return False
 
-        pending: list[tuple[str, Any, dict[str, Any]]] = []
-        results, batch_failure = self._batch(items, gen_kwargs, store)
-        for (prompt, ctx, doc), result in zip(items, results):
-            sends[prompt] += 1
-            if result is None:  # the batch raised before this answer arrived: outcome unknown
-                if sends[prompt] < self.max_sends:
-                    pending.append((prompt, ctx, doc))
-                else:
-                    final[prompt] = batch_failure
-            elif settle(prompt, result):
-                pending.append((prompt, ctx, doc))
+        pending = list(items)
+        alone = False  # after a batch failed as a whole: one request per call
+        first = True
         while pending:
-            again = []
-            for prompt, ctx, doc in pending:
-                sends[prompt] += 1
-                try:
-                    result = self._checked(self.model.generate([ctx], gen_kwargs, [doc], on_answer=store, retry=True)[0])
-                except Exception as exc:  # noqa: BLE001 - isolate failures per request
-                    result = _failure(exc)
-                if settle(prompt, result):
-                    again.append((prompt, ctx, doc))
+            again: list[tuple[str, Any, dict[str, Any]]] = []
+            self.counts.add(sends=len(pending))  # counted as they go out (a kill keeps them: run/counts.py)
+            if alone:
+                for prompt, ctx, doc in pending:
+                    sends[prompt] += 1
+                    try:
+                        result = self._checked(self.model.generate([ctx], gen_kwargs, [doc], on_answer=store, retry=True)[0])
+                    except Exception as exc:  # noqa: BLE001 - isolate failures per request
+                        result = _failure(exc)
+                    if settle(prompt, result):
+                        again.append((prompt, ctx, doc))
+            else:
+                results, batch_failure = self._batch(pending, gen_kwargs, store, retry=not first)
+                for (prompt, ctx, doc), result in zip(pending, results):
+                    sends[prompt] += 1
+                    if result is None:  # the batch raised before this answer arrived: outcome unknown
+                        alone = True
+                        if sends[prompt] < self.max_sends:
+                            again.append((prompt, ctx, doc))
+                        else:
+                            final[prompt] = batch_failure
+                    elif settle(prompt, result):
+                        again.append((prompt, ctx, doc))
+            first = False
             pending = again
 
         for prompt, _ctx, _ in items:
             n, result = sends[prompt], final[prompt]
-            self.counts.add(sends=n, retried=int(n > 1))
+            self.counts.add(retried=int(n > 1))
             if isinstance(result, CallFailure):
                 self.counts.final_failure(result.kind)
                 note = f"after {n} attempts" if n > 1 else ("not retried" if not result.kind.retryable else "1 attempt")
@@ -211,10 +226,11 @@ class CachedGenerator:
                     self.cache.put(self._key(prompt, gen_kwargs), result)
         return final
 
-    def _batch(self, items, gen_kwargs, store) -> tuple[list[Any], CallFailure | None]:
-        """The first send: one batched call. Per request its checked output, a CallFailure, or
-        None when the batch raised before that request's answer arrived (it is then sent alone);
-        and the failure the batch raised, if it did."""
+    def _batch(self, items, gen_kwargs, store, *, retry: bool = False) -> tuple[list[Any], CallFailure | None]:
+        """One batched call of ``items``. Per request its checked output, a CallFailure, or None
+        when the batch raised before that request's answer arrived (it is then sent alone); and
+        the failure the batch raised, if it did. ``retry``: a re-send round (it goes past
+        lm-eval's CachingLM, see ``ChatModel.generate``)."""
         contexts = [ctx for _, ctx, _ in items]
         arrived: dict[str, str] = {}
 
@@ -223,7 +239,8 @@ class CachedGenerator:
             store(prompt, answer)
 
         try:
-            outs = self.model.generate(contexts, gen_kwargs, [doc for _, _, doc in items], on_answer=seen)
+            outs = self.model.generate(contexts, gen_kwargs, [doc for _, _, doc in items], on_answer=seen,
+                                       **({"retry": True} if retry else {}))
         except Exception as exc:  # noqa: BLE001 - isolate failures per request below
             failure = _failure(exc)
             if len(items) == 1:
@@ -238,9 +255,15 @@ class CachedGenerator:
         return [self._checked(o) for o in outs], None
 
     def _checked(self, out: Any) -> Any:
-        """The answer, or the CallFailure it is: an empty answer is never a turn."""
+        """The answer, or the CallFailure it is: an empty answer is never a turn, and neither is
+        one that could not be stored (a lone surrogate, NUL bytes, an answer of megabytes)."""
+        if isinstance(out, CallFailure):  # a request that failed alone inside a batched call
+            return out
         if not isinstance(out, str):
             return CallFailure(FailureKind.BAD_BODY, f"non-text output {type(out).__name__}")
+        problem = unstorable_text(out)
+        if problem is not None:
+            return CallFailure(FailureKind.BAD_BODY, problem, raw=storable_excerpt(out, 200))
         if not out.strip():
             # lm-eval turns a null message.content into "" (LMEVAL_MODEL_NONE_ANSWER_PLACEHOLDER)
             return CallFailure(FailureKind.EMPTY_OUTPUT, "empty output (null or blank message content)")

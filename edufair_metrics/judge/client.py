@@ -11,7 +11,7 @@ from typing import Any
 
 import tenacity
 
-from edufair_metrics.cache import CallCache
+from edufair_metrics.cache import CallCache, storable_excerpt, unstorable_text
 from edufair_metrics.failures import CallFailure, FailureKind, classify, describe
 from edufair_metrics.judge.parse import JudgeOutputError, parse_judge_output
 from edufair_metrics.judge.prompt import build_messages
@@ -30,6 +30,7 @@ class _Stats:
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.token_calls = 0
+        self.counts = None  # the judge's CallCounts, counted into as each response arrives
 
     def request(self) -> None:
         with self.lock:
@@ -44,6 +45,8 @@ class _Stats:
             self.prompt_tokens += prompt
             self.completion_tokens += completion
             self.token_calls += 1
+        if self.counts is not None:
+            self.counts.tokens(prompt, completion, "usage")
 
     def failed(self, kind: str) -> None:
         with self.lock:
@@ -111,6 +114,10 @@ def judge_turn(
             stats.request()
         try:
             content, finish = _call_once(client, settings, messages, stats)
+            unstorable = unstorable_text(content)
+            if unstorable is not None:  # a lone surrogate, NUL bytes, megabytes: a bad body, retried
+                last_raw["raw"] = storable_excerpt(content)
+                raise CallFailure(FailureKind.BAD_BODY, unstorable, raw=last_raw["raw"])
             last_raw["raw"] = content
             try:
                 return content, finish, parse_judge_output(content)

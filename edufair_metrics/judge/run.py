@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from edufair_metrics.cache import CallCache, canonical_json
+from edufair_metrics.cache import CallCache, cache_key
 from edufair_metrics.errors import Interrupted
 from edufair_metrics.failures import CallCounts, FailureKind
 from edufair_metrics.judge.client import _Stats, judge_turn, make_client
@@ -51,6 +52,7 @@ def judge_transcripts(
     cache: CallCache | None = None,
     progress: bool = True,
     summary: dict[str, Any] | None = None,
+    counts: CallCounts | None = None,
 ) -> list[list[TurnJudgement]]:
     """One list of TurnJudgement per transcript (one per tutor turn, in turn order).
 
@@ -60,9 +62,8 @@ def judge_transcripts(
     turn that asked (:class:`TurnCoalescer`); a copy has ``attempts`` 0. So each distinct request
     costs at most ``1 + max_retries`` HTTP requests. If ``summary`` is a dict it is filled with
     ``summarize_judgements`` plus "requests" (HTTP calls made), "failed_attempts" by kind and
-    "calls" (:class:`CallCounts` of the judge, as a dict)."""
-    import time
-
+    "calls" (:class:`CallCounts` of the judge, as a dict). ``counts``: the CallCounts to count
+    into, as the calls happen (default: a new one)."""
     from tqdm.auto import tqdm
 
     settings.require_endpoint()
@@ -70,6 +71,16 @@ def judge_transcripts(
     client = make_client(settings)
     stats = _Stats()
     coalescer = TurnCoalescer(lambda t, i: judge_turn(client, settings, t, i, cache=cache, stats=stats))
+    if counts is not None:
+        coalescer.counts = counts
+    stats.counts = coalescer.counts  # tokens as they arrive (kept when a run is interrupted)
+    count_failed_attempt = stats.failed
+
+    def failed_attempt(kind: str) -> None:  # also into the counts, as it happens
+        count_failed_attempt(kind)
+        coalescer.counts.attempt_failed(kind)
+
+    stats.failed = failed_attempt
     n_turns = sum(len(t.tutor_turn_indices()) for t in transcripts)
     bar = tqdm(total=n_turns, desc=f"judge {settings.model}", unit="turn", disable=not progress)
     bar_lock = threading.Lock()
@@ -101,12 +112,7 @@ def judge_transcripts(
             client.close()
         except Exception:  # pragma: no cover
             pass
-    counts = coalescer.counts
-    counts.failed_attempts_by_kind = dict(sorted(stats.failed_attempts.items()))
-    if stats.token_calls:
-        counts.prompt_tokens, counts.completion_tokens = stats.prompt_tokens, stats.completion_tokens
-        counts.token_calls, counts.token_source = stats.token_calls, "usage"
-    counts.timed(time.perf_counter() - started)
+    coalescer.counts.timed(time.perf_counter() - started)
     if summary is not None:
         summary.update(summarize_judgements(results))
         summary["requests"] = stats.requests
@@ -128,7 +134,9 @@ class TurnCoalescer:
         self.counts = CallCounts("judge")
 
     def judge(self, transcript: Transcript, turn_index: int) -> TurnJudgement:
-        key = canonical_json(build_messages(transcript, turn_index))  # settings are fixed per run
+        # settings are fixed per run; the digest, not the messages, is kept (a paper-size task judges
+        # ~45,000 turns, whose prompts would otherwise stay in memory until the end)
+        key = cache_key(build_messages(transcript, turn_index))
         with self._lock:
             future = self._results.get(key)
             owner = future is None

@@ -58,6 +58,18 @@ def warn_if_unbatched(lm) -> None:
         log.warning("edufair: the tutor runs with batch size 1; pass --batch_size auto so each turn is one batched call")
 
 
+def launched_processes(environ: dict[str, str] | None = None) -> int:
+    """How many processes a launcher started for this job (``accelerate launch``, ``torchrun``:
+    ``WORLD_SIZE`` next to ``LOCAL_RANK``); 1 without one."""
+    env = os.environ if environ is None else environ
+    if "LOCAL_RANK" not in env and "TORCHELASTIC_RUN_ID" not in env:
+        return 1
+    try:
+        return max(1, int(env.get("WORLD_SIZE") or 1))
+    except ValueError:
+        return 1
+
+
 def _simple_evaluate_arguments() -> dict[str, Any] | None:
     """The local variables of the ``lm_eval.evaluator.simple_evaluate`` call on the stack (its
     arguments), or None outside one."""

@@ -17,7 +17,7 @@ from lm_eval.utils import simple_parse_args_string
 
 from edufair_metrics.cache import model_identity
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.failures import CallFailure, FailureKind, classify
+from edufair_metrics.failures import CallFailure, FailureKind, classify, describe
 from edufair_metrics.lmeval import quiet_request_bars
 from edufair_metrics.lmeval.lm import is_api_model, is_api_model_class, prompt_text, unwrap
 
@@ -116,10 +116,11 @@ class HarnessModel:
 
     def generate(self, contexts: list, gen_kwargs: dict[str, Any], docs: list[dict[str, Any]],
                  on_answer: Callable[[str, str], None] | None = None, retry: bool = False) -> list[str]:
-        """One batched ``generate_until``. Raises for the whole batch when lm-eval does (an API
-        model whose request failed after its retries, or whose response body has no choices);
-        every answer that did arrive was passed to ``on_answer(prompt_text, answer)`` first, as
-        soon as it arrived. ``retry``: a request sent again after a failed answer goes past
+        """One batched ``generate_until``. For an API model, a request that still fails after
+        lm-eval's retries (or whose response body has no choices) is a :class:`CallFailure` in its
+        place and the others are answered (:class:`_IsolateFailures`); otherwise this raises for
+        the whole batch when lm-eval does, after every answer that did arrive was passed to
+        ``on_answer(prompt_text, answer)``, as soon as it arrived. ``retry``: a request sent again after a failed answer goes past
         lm-eval's CachingLM (``--use_cache``), which stores failed answers such as ``""`` too."""
         gen_kwargs = dict(gen_kwargs)
         if "seed" in gen_kwargs and _is_hflm(self.real):
@@ -134,8 +135,9 @@ class HarnessModel:
         ]
         lm = self.real if retry else self.lm
         with _AnswerHook(self.real, on_answer), _BodyCheck(self.real, self.counts), \
-                _AttemptCounter(self.real, self.counts), quiet_request_bars():
-            outputs = list(lm.generate_until(instances))
+                _AttemptCounter(self.real, self.counts), _IsolateFailures(self.real), quiet_request_bars():
+            outs = list(lm.generate_until(instances))
+        outputs = [failure_in(out) or out for out in outs]
         self._count_tokens(contexts, outputs)
         return outputs
 
@@ -203,6 +205,73 @@ class _AttemptCounter:
         if self.active:
             self.real.__dict__.pop("amodel_call", None)
             self.real.__dict__.pop("model_call", None)
+
+
+# ---- one failed request of a batched API call fails only itself ---------------------------------
+# lm-eval's API models send a batch's requests concurrently (asyncio.gather) and abort the whole
+# batch when one request still fails after its retries, discarding the answers still in flight.
+# _IsolateFailures answers such a request's LAST attempt with this mark instead of raising, so that
+# the batch completes; HarnessModel.generate turns the mark back into the request's CallFailure. A
+# mark can never be a real answer: it starts with a NUL byte, and answers with NUL bytes are
+# rejected (bad_body) anyway.
+FAILED_MARK = "\x00edufair-failed\x00"
+
+
+def failure_mark(exc: BaseException) -> str:
+    return f"{FAILED_MARK}{(classify(exc) or FailureKind.OTHER).value}\x00{describe(exc)}"
+
+
+def failure_in(out: Any) -> CallFailure | None:
+    """The CallFailure a batched call's output stands for (see :data:`FAILED_MARK`), or None."""
+    if not (isinstance(out, str) and out.startswith(FAILED_MARK)):
+        return None
+    kind, _, detail = out[len(FAILED_MARK):].partition("\x00")
+    return CallFailure(FailureKind.parse(kind) or FailureKind.OTHER, detail or "request failed")
+
+
+_ABSENT = object()
+
+
+class _IsolateFailures:
+    """While EduFair's calls run, each request of an API model's batched call fails alone: lm-eval
+    wraps ``amodel_call`` in its tenacity retry (``stop_after_attempt(max_retries)``) when a batch
+    starts, so the instance attribute installed here is what each attempt calls. An attempt that
+    raises is re-raised (lm-eval retries it) unless it is the request's last one, which returns
+    :data:`FAILED_MARK` answers instead. Requests are told apart by their ``messages`` chunk, the
+    same object on every attempt of one request."""
+
+    def __init__(self, real_lm) -> None:
+        self.real = real_lm
+        self.active = is_api_model(real_lm) and hasattr(real_lm, "amodel_call")
+
+    def __enter__(self):
+        if not self.active:
+            return self
+        self.previous = self.real.__dict__.get("amodel_call", _ABSENT)
+        inner = self.real.amodel_call
+        last = max(1, int(getattr(self.real, "max_retries", 1) or 1))
+        attempts: dict[int, int] = {}
+
+        async def amodel_call(*args, **kwargs):
+            messages = kwargs.get("messages")
+            key = id(messages)
+            attempts[key] = attempts.get(key, 0) + 1
+            try:
+                return await inner(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - the request's own outcome (CancelledError passes)
+                if attempts[key] < last:
+                    raise
+                return [failure_mark(exc)] * max(1, len(messages or ()))
+
+        self.real.amodel_call = amodel_call  # instance attribute: shadows the method (or the counter's)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.active:
+            if self.previous is _ABSENT:
+                self.real.__dict__.pop("amodel_call", None)
+            else:
+                self.real.amodel_call = self.previous
 
 
 class _BodyCheck:

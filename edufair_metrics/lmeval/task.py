@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from itertools import islice
 from typing import Any
 
 import datasets
@@ -33,16 +34,18 @@ from edufair_metrics.lmeval.harness import (
     find_harness_lm,
     harness_seeds,
     install_excepthook,
+    launched_processes,
     logs_samples,
     tutor_identity,
     warn_if_unbatched,
 )
-from edufair_metrics.lmeval.lm import is_api_model, prompt_text, unwrap
-from edufair_metrics.lmeval.models import HarnessModel, build_student, endpoint_of, identity
+from edufair_metrics.lmeval.lm import batch_size_of, is_api_model, is_auto_batch, is_hflm_class, prompt_text, unwrap
+from edufair_metrics.lmeval.models import HarnessModel, build_student, endpoint_of, identity, model_class, parse_model_args
 from edufair_metrics.preflight import check_output_path, check_reachable, openai_key_exposure, preflight_enabled
 from edufair_metrics.provenance import package_provenance
 from edufair_metrics.records import ALL_METRICS, TASK_DOMAINS, DialogueRecord, nan_to_none
 from edufair_metrics.run import RoleModel, TaskSpec, run_task, task_documents
+from edufair_metrics.run.documents import process_part, question_blocks
 from edufair_metrics.settings import resolve_runner_settings
 
 log = logging.getLogger("edufair")
@@ -109,6 +112,74 @@ class EduFairTask(ConfigurableTask):
         self._bank_file = found.bank_file
         self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(found.documents)})
 
+    def run_docs(self, *, limit=None, samples=None, shard: bool = True) -> list[tuple[int, dict[str, Any]]]:
+        """The ``(doc_id, document)`` pairs this run covers, before the split over processes:
+        lm-eval's ``--samples`` (numbered as lm-eval numbers them) or ``--limit``, then this run's
+        ``edufair.shard`` of the questions (``shard``: apply it)."""
+        if samples:
+            pairs = list(enumerate(x for i, x in enumerate(self.eval_docs) if i in samples))
+        else:
+            pairs = list(islice(enumerate(self.eval_docs), int(limit) if limit else None))
+        if shard and self.settings.shard is not None:
+            return self.settings.shard.select(pairs)
+        return pairs
+
+    def doc_iterator(self, *, rank: int = 0, limit=None, world_size: int = 1, samples=None):
+        """lm-eval's documents of process ``rank``: contiguous blocks of whole questions (all levels
+        of a question on one process, so its pairs and identical requests stay together), instead of
+        lm-eval's round-robin over documents, which would spread a question's levels over the
+        processes. Used for the requests and again by lm-eval for the metrics, alike."""
+        docs = self.run_docs(limit=limit, samples=samples)
+        if int(world_size) <= 1:
+            return iter(docs)
+        return iter(process_part(question_blocks(docs), int(rank), int(world_size)))
+
+    def check_parallelism(self, tutor_lm, *, world_size: int, limit=None, samples=None) -> None:
+        """Refuse, before any dialogue and alike on every process (each decides from the same
+        facts), what would hang, crash or silently repeat the job under several processes; warn
+        about vLLM's data parallelism."""
+        task = self.config.task
+        real = unwrap(tutor_lm)
+        kind = type(real).__name__
+        world_size = int(world_size)
+        procs = launched_processes()
+        if procs > world_size:
+            raise EduFairError(
+                f"{task}: lm_eval runs in {procs} processes (accelerate launch / torchrun), but lm-eval splits the "
+                f"documents over processes only for --model hf with one device per process; this {kind} tutor would "
+                "run the whole task in every process. Run ONE lm_eval process (API tutor: raise num_concurrent; "
+                "vLLM: tensor_parallel_size), or split the questions over runs with edufair.shard")
+        if int(getattr(real, "data_parallel_size", 1) or 1) > 1:
+            log.warning("edufair: %s: vLLM data_parallel_size=%s rebuilds every replica's engine (and shuts Ray down) on "
+                        "each generate_until call, i.e. on every turn: 10-20 model loads per task. Serve the tutor with "
+                        "`vllm serve --data-parallel-size N` (or N replicas) and use --model local-chat-completions "
+                        "instead, or data_parallel_size=1 with tensor_parallel_size", task,
+                        getattr(real, "data_parallel_size", None))
+        student = self.settings.student
+        student_args = parse_model_args(student.model_args)
+        if int(student_args.get("data_parallel_size", 1) or 1) > 1:
+            log.warning("edufair: %s: the in-process student has data_parallel_size=%s, which rebuilds its engines on "
+                        "every call; serve the student with `vllm serve` instead", task, student_args["data_parallel_size"])
+        if world_size <= 1:
+            return
+        tutor_bs = batch_size_of(tutor_lm)
+        if is_auto_batch(tutor_bs):
+            raise EduFairError(
+                f"{task}: --batch_size {tutor_bs} with {world_size} processes hangs: HFLM measures the batch size with "
+                "a collective across the processes on every call, and the processes make different numbers of tutor "
+                "calls (dialogues stop at different turns). Pass a fixed --batch_size (e.g. 32)")
+        if is_hflm_class(model_class(student.model)) and is_auto_batch(student.batch_size):
+            raise EduFairError(
+                f"{task}: the in-process hf student's batch size {student.batch_size} with {world_size} processes "
+                "hangs (a collective on every call, and the processes make different numbers of calls); set a fixed "
+                "edufair.student.batch_size (e.g. 32)")
+        questions = len(question_blocks(self.run_docs(limit=limit, samples=samples)))
+        if questions < world_size:
+            raise EduFairError(
+                f"{task}: {questions} question(s) for {world_size} processes: each process needs at least one whole "
+                f"question (all its levels); raise --limit to at least {world_size} questions' documents or use "
+                "fewer processes")
+
     # ---- the dialogues ---------------------------------------------------------------------
     def build_all_requests(
         self,
@@ -123,6 +194,7 @@ class EduFairTask(ConfigurableTask):
         **kwargs,
     ) -> None:
         tutor_lm = find_harness_lm(chat_template)
+        self.check_parallelism(tutor_lm, world_size=world_size, limit=limit, samples=samples)
         warn_if_unbatched(tutor_lm)
         student_cfg = self.settings.student
         student_url = endpoint_of(student_cfg.model, student_cfg.model_args)
@@ -136,7 +208,12 @@ class EduFairTask(ConfigurableTask):
             log.info("edufair: dialogues are always rendered with each model's own chat template")
         doc_pairs = list(self.doc_iterator(rank=rank, limit=limit, samples=samples, world_size=world_size))
         if not doc_pairs:
-            raise ValueError(f"{self.config.task}: no documents to run")
+            shard = self.settings.shard
+            if shard is not None:
+                n = len(question_blocks(self.run_docs(limit=limit, samples=samples, shard=False)))
+                raise EduFairError(f"{self.config.task}: {shard} holds none of this run's {n} question(s); use fewer "
+                                   "shards (edufair.shard.count) or more questions")
+            raise EduFairError(f"{self.config.task}: no documents to run")
         meta = self.config.metadata or {}
         tutor_id, tutor_id_source = tutor_identity(tutor_lm, {k: v for k, v in meta.items() if k not in _NOT_MODEL_ARGS})
         if tutor_id is None:
@@ -148,6 +225,8 @@ class EduFairTask(ConfigurableTask):
             tutor_gen_kwargs=dict(self.config.generation_kwargs or {}), system_instruction=system_instruction,
             seeds={**harness_seeds(), "tutor_api_seed": api_seed(tutor_lm)},
             sample=getattr(self, "_sample_provenance", None), bank_file=getattr(self, "_bank_file", None),
+            execution={"world_size": int(world_size), "tutor_batch_size": batch_size_of(tutor_lm),
+                       "shard": self.settings.shard.provenance() if self.settings.shard is not None else None},
         )
         tutor = RoleModel(HarnessModel(tutor_lm), tutor_id, tutor_id_source, kind=type(unwrap(tutor_lm)).__name__)
         student = RoleModel(HarnessModel(build_student(student_cfg.to_dict())),

@@ -582,7 +582,7 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
         "kind": "edufair-report",
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "command": command or [],
-        "inputs": [dict(r.describe(), samples_sha256={t: sha256_file(p) for t, p in sorted(r.samples_files.items())})
+        "inputs": [dict(r.describe(), samples_sha256={t: [sha256_file(p) for p in ps] for t, ps in sorted(r.samples_files.items())})
                    for r in runs],
         "parameters": params.to_dict(),
         "definitions": {

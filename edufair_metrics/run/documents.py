@@ -5,7 +5,7 @@ loads these as its dataset; :func:`edufair_metrics.run.run_task` runs them witho
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from edufair_metrics.bank import bank_path, load_bank
 from edufair_metrics.errors import EduFairError
@@ -36,3 +36,21 @@ def task_documents(task: str, condition: str, domain: str, settings) -> TaskDocu
     if not docs:
         raise EduFairError(f"{task}: the bank for {domain} is empty")
     return TaskDocuments(docs, sample, bank_path(domain, settings.bank_dir))
+
+
+def question_blocks(pairs: Sequence[tuple[int, dict[str, Any]]]) -> list[list[tuple[int, dict[str, Any]]]]:
+    """``(doc_id, document)`` pairs grouped by question, in order of each question's first
+    document: all levels (and placebo replicates) of a question form one block."""
+    blocks: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for doc_id, doc in pairs:
+        blocks.setdefault(str(doc.get("question_id")), []).append((doc_id, doc))
+    return list(blocks.values())
+
+
+def process_part(blocks: Sequence[list[tuple[int, dict[str, Any]]]], rank: int, world_size: int) -> list[tuple[int, dict[str, Any]]]:
+    """The documents of process ``rank`` of ``world_size``: a contiguous run of whole questions
+    (``question_blocks``), the questions split as evenly as they go. Every level of a question is
+    on one process, so its demographic pairs and identical requests (coalescing) stay there."""
+    n = len(blocks)
+    start, stop = rank * n // world_size, (rank + 1) * n // world_size
+    return [pair for block in blocks[start:stop] for pair in block]

@@ -26,7 +26,9 @@ from edufair_metrics.errors import Interrupted
 from edufair_metrics.judge.prompt import judge_prompts_path
 from edufair_metrics.judge.settings import JudgeSettings
 from edufair_metrics.provenance import run_provenance
+from edufair_metrics.failures import CallCounts
 from edufair_metrics.records import DialogueRecord, DocumentFacts
+from edufair_metrics.run.counts import CountsRecorder, run_key
 from edufair_metrics.runlog.build import judge_and_build
 
 log = logging.getLogger("edufair")
@@ -61,6 +63,8 @@ class TaskSpec:
     seeds: dict[str, Any] = field(default_factory=dict)
     sample: dict[str, Any] | None = None  # provenance of the question sample, when one was drawn
     bank_file: Path | None = None
+    # how the task is split and batched: {"world_size", "tutor_batch_size", "shard"} (provenance)
+    execution: dict[str, Any] | None = None
 
 
 @dataclass
@@ -91,30 +95,46 @@ def run_task(spec: TaskSpec, settings, documents: Sequence[dict[str, Any]], *, t
         bank_file=spec.bank_file or Path(""), domain=spec.domain, judge_prompts_file=judge_prompts_path(),
         models={"tutor": tutor.provenance(), "student": student.identity or {}},
         decoding={"tutor": tutor_gk, "student": student_gk}, max_tutor_turns=settings.max_tutor_turns,
-        seeds=dict(spec.seeds), sample=spec.sample,
+        seeds=dict(spec.seeds), sample=spec.sample, execution=spec.execution,
     )
     tutor_gen = CachedGenerator(tutor.model, "tutor", tutor.identity or {}, cache if tutor.identity else None)
     student_gen = CachedGenerator(student.model, "student", student.identity or {}, cache if student.identity else None)
     for generator in (tutor_gen, student_gen):
         if hasattr(generator.model, "counts"):
             generator.model.counts = generator.counts  # HTTP attempts, incl. lm-eval's silent retries
+    judge_counts = CallCounts("judge")
+
+    def counts_so_far() -> dict[str, dict[str, Any]]:
+        return {"tutor": tutor_gen.counts.to_dict(), "student": student_gen.counts.to_dict(),
+                "judge": judge_counts.to_dict()}
+
+    # the counts are kept in the cache while the task runs, so that a resumed run counts them all
+    recorder = CountsRecorder(cache, run_key(
+        task=spec.name, tutor=tutor.identity or tutor.provenance(), tutor_decoding=tutor_gk,
+        student=student.identity, student_decoding=student_gk, judge=judge.output_identity() if judge else None,
+        max_tutor_turns=settings.max_tutor_turns, system_instruction=spec.system_instruction, seeds=spec.seeds,
+        documents=[[i, d.get("question_id"), d.get("level")] for i, d in zip(doc_ids, documents)],
+    ), counts_so_far)
     states = [DialogueState(doc=doc) for doc in documents]
     log.info("edufair: %s: %d dialogues, up to %d tutor turns", spec.name, len(states), settings.max_tutor_turns)
-    try:
-        run_dialogues(tutor_gen, student_gen, states, max_tutor_turns=settings.max_tutor_turns,
-                      tutor_gen_kwargs=tutor_gk, student_gen_kwargs=student_gk,
-                      system_instruction=spec.system_instruction, label=spec.name, overlap=settings.overlap)
-    except KeyboardInterrupt:  # every finished call is in the cache; say how far the run got
-        raise Interrupted(dialogues=sum(s.done for s in states), labels=0) from None
-    transcripts = [s.to_transcript(task=spec.name, doc_id=i) for s, i in zip(states, doc_ids)]
-    summary: dict[str, Any] = {}
-    try:
-        records = judge_and_build(transcripts, judge=judge, cache=cache,
-                                  documents=[DocumentFacts.from_doc(d) for d in documents],
-                                  run_provenance=provenance, progress=progress, summary=summary)
-    except Interrupted as exc:
-        raise Interrupted(dialogues=len(states), labels=exc.labels) from None
-    counts = {"tutor": tutor_gen.counts.to_dict(), "student": student_gen.counts.to_dict()}
-    if summary.get("calls"):
-        counts["judge"] = dict(summary["calls"])
+    with recorder:
+        try:
+            run_dialogues(tutor_gen, student_gen, states, max_tutor_turns=settings.max_tutor_turns,
+                          tutor_gen_kwargs=tutor_gk, student_gen_kwargs=student_gk,
+                          system_instruction=spec.system_instruction, label=spec.name, overlap=settings.overlap)
+        except KeyboardInterrupt:  # every finished call is in the cache; say how far the run got
+            raise Interrupted(dialogues=sum(s.done for s in states), labels=0) from None
+        transcripts = [s.to_transcript(task=spec.name, doc_id=i) for s, i in zip(states, doc_ids)]
+        summary: dict[str, Any] = {}
+        try:
+            records = judge_and_build(transcripts, judge=judge, cache=cache,
+                                      documents=[DocumentFacts.from_doc(d) for d in documents],
+                                      run_provenance=provenance, progress=progress, summary=summary,
+                                      judge_counts=judge_counts)
+        except Interrupted as exc:
+            raise Interrupted(dialogues=len(states), labels=exc.labels) from None
+    counts = recorder.finish(counts_so_far())
+    if recorder.earlier_processes:
+        log.warning("edufair: %s: this run resumed %d interrupted process(es); its call counts include their "
+                    "sends, retries and failed attempts", spec.name, recorder.earlier_processes)
     return TaskResult(records, counts, summary, provenance)

@@ -56,13 +56,15 @@ def judge_and_build(transcripts: Sequence[Transcript], *, judge: JudgeSettings |
                     documents: Sequence[DocumentFacts | None] | None = None,
                     run_provenance: dict[str, Any] | None = None,
                     provenances: Sequence[dict[str, Any] | None] | None = None, progress: bool = True,
-                    summary: dict[str, Any] | None = None) -> list[DialogueRecord]:
+                    summary: dict[str, Any] | None = None,
+                    judge_counts: CallCounts | None = None) -> list[DialogueRecord]:
     """Judge every tutor turn of ``transcripts`` (``judge`` None: the judge is off and every label
     is missing with kind ``judge_disabled``) and build one record per transcript. ``provenances``
     (one per transcript) keep each record's own provenance (re-judging); otherwise it is made from
     ``run_provenance``. ``summary`` (a dict) receives the judging summary: counts, missing labels
     by kind and by condition level (``by_level``), the judge's call counts (``calls``) and, with
-    ``mask_cues``, the number of masked cues."""
+    ``mask_cues``, the number of masked cues. ``judge_counts``: the judge's CallCounts to count
+    into while it runs (so that a caller can read them before the judging ends)."""
     transcripts = list(transcripts)
     documents = list(documents) if documents is not None else [None] * len(transcripts)
     masked = None
@@ -72,7 +74,8 @@ def judge_and_build(transcripts: Sequence[Transcript], *, judge: JudgeSettings |
         if judge.mask_cues:  # condition-blind judging; the records keep the original text
             masked = [mask_transcript(t) for t in transcripts]
             judged = [m.transcript for m in masked]
-        judgements = judge_transcripts(judged, judge, cache=cache, progress=progress, summary=summary)
+        judgements = judge_transcripts(judged, judge, cache=cache, progress=progress, summary=summary,
+                                       counts=judge_counts)
         info = judge.public_dict()
         if masked is not None:
             summary["masked_cues"] = sum(m.masked for m in masked)

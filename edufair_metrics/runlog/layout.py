@@ -3,9 +3,10 @@ knows ``lm_eval --output_path OUT --log_samples``'s layout.
 
 lm-eval writes ``OUT/<model_name_sanitized>/results_<ts>.json`` and, per task,
 ``samples_<task>_<ts>.jsonl`` (one line per document, the EduFair record under ``edufair_record``).
-A *run folder* is one model folder. Inside it every task is taken from the *newest* timestamp that
-has a samples file for it (tasks run separately into one OUT are all found, and a re-run replaces the
-older one); a results file given explicitly pins its timestamp.
+A *run folder* is one model folder. Every samples file that belongs to a results file is found, per
+task (tasks run separately into one OUT, shards of a task, re-runs); ``runlog.runs`` decides which
+of a task's files to pool (shards, disjoint parts) and which a newer file replaces (a re-run of the
+same dialogues). A results file given explicitly pins its timestamp.
 """
 
 from __future__ import annotations
@@ -91,25 +92,39 @@ class ResultsFacts:
     """What EduFair reads from the results files of one run folder."""
 
     model_name: str | None = None
-    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)  # task -> lm-eval metrics
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)  # task -> lm-eval metrics (newest file)
     call_counts: dict[str, dict[str, Any]] = field(default_factory=dict)  # task -> per-role counts
     package: dict[str, dict[str, Any]] = field(default_factory=dict)  # task -> EduFair version and plugin entries
 
 
+@dataclass(frozen=True)
+class SamplesFile:
+    """One samples file of a run folder: its task, its timestamp, and what the results file of the
+    same timestamp says about that task (None without one)."""
+
+    path: Path
+    task: str
+    timestamp: str
+    results: Path | None
+    metrics: dict[str, Any] = field(default_factory=dict, compare=False)
+    call_counts: dict[str, Any] | None = field(default=None, compare=False)
+
+
 @dataclass
 class RunFiles:
-    """The files of one run folder that a report reads: per task the samples file used, and the
-    results files they belong to (newest first)."""
+    """The files of one run folder that a report reads: per task EVERY samples file that belongs to
+    a results file (newest first; several when the task ran more than once into the folder, e.g.
+    shards or a re-run: ``runlog.runs`` decides which to pool), and the results files."""
 
     folder: RunFolder
-    samples: dict[str, Path]
+    samples: dict[str, list[SamplesFile]]
     results_files: list[Path]
     facts: ResultsFacts
 
 
 def run_files(folder: RunFolder) -> RunFiles:
-    """Per task the samples file of the newest timestamp that has one (or of the pinned results
-    file), and what those results files say."""
+    """Per task the samples files of every results file of the folder (or of the pinned one),
+    newest first, with what each results file says about its tasks."""
     model_dir = folder.path
     results_files = sorted((f for f in model_dir.iterdir() if is_results_file(f)),
                            key=lambda f: RESULTS_RE.match(f.name).group("ts"))
@@ -120,26 +135,26 @@ def run_files(folder: RunFolder) -> RunFiles:
         m = SAMPLES_RE.match(f.name)
         if m:
             samples_by_ts.setdefault(m.group("ts"), {})[m.group("task")] = f
-    chosen: dict[str, Path] = {}
+    chosen: dict[str, list[SamplesFile]] = {}
     used: list[Path] = []
     facts = ResultsFacts()
     for rf in reversed(results_files):  # newest first
         ts = RESULTS_RE.match(rf.name).group("ts")
-        new = {t: f for t, f in samples_by_ts.get(ts, {}).items() if t not in chosen}
-        if not new:
+        mine = samples_by_ts.get(ts, {})
+        if not mine:
             continue
         data = read_json(rf)
         if not isinstance(data, dict):
             raise EduFairError(f"{rf}: not an lm-eval results file")
         facts.model_name = facts.model_name or tutor_name(data)
-        for t in new:
-            facts.metrics[t] = (data.get("results") or {}).get(t, {})
+        for t, path in sorted(mine.items()):
             meta = ((data.get("configs") or {}).get(t) or {}).get("metadata") or {}
-            if isinstance(meta.get(CALL_COUNTS_KEY), dict):
-                facts.call_counts[t] = meta[CALL_COUNTS_KEY]
+            counts = meta.get(CALL_COUNTS_KEY) if isinstance(meta.get(CALL_COUNTS_KEY), dict) else None
+            metrics = (data.get("results") or {}).get(t, {})
+            chosen.setdefault(t, []).append(SamplesFile(path, t, ts, rf, metrics, counts))
+            facts.metrics.setdefault(t, metrics)
             if isinstance(meta.get(PACKAGE_KEY), dict):
-                facts.package[t] = meta[PACKAGE_KEY]
-        chosen.update(new)
+                facts.package.setdefault(t, meta[PACKAGE_KEY])
         used.append(rf)
     if not chosen:
         raise EduFairError(f"{model_dir}: no samples_<task>_<timestamp>.jsonl next to the results file (run lm_eval with --log_samples)")

@@ -1,11 +1,17 @@
 """Loading runs: one tutor's lm-eval output folder (or the folder ``edufair judge --out`` writes)
 read into per-dialogue scores, failures and the provenance fields that must agree to pool runs.
 Each samples file is read ONCE (:func:`~edufair_metrics.runlog.read.iter_records`); a caller that
-needs more of each record than the scores (the report's judge-validity views) passes ``visit``."""
+needs more of each record than the scores (the report's judge-validity views) passes ``visit``.
+
+One tutor's run may come from several samples files per task, in one folder or several (the
+folders of one tutor label are pooled): shards (``edufair.shard``), documents split by hand, a
+re-run. :func:`choose_samples` decides which files to pool; reading them refuses a dialogue that
+appears twice and names the shards that are missing; nothing is dropped silently."""
 
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple, Sequence
@@ -14,10 +20,12 @@ from edufair_metrics import PROTOCOL_VERSION
 from edufair_metrics.bank import domain_label
 from edufair_metrics.cache import model_identity
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.failures import FailureKind
+from edufair_metrics.failures import FailureKind, sum_call_counts
 from edufair_metrics.records import JUDGE_MISSING, RECORD_KEY, DialogueRecord, DialogueScores, failed_stage
 from edufair_metrics.runlog.layout import (
+    RunFiles,
     RunFolder,
+    SamplesFile,
     find_run_folders,
     find_samples,
     is_results_file,
@@ -25,6 +33,8 @@ from edufair_metrics.runlog.layout import (
     run_files,
 )
 from edufair_metrics.runlog.read import ReadStats, RecordLine, iter_records, read_records
+
+log = logging.getLogger("edufair")
 
 # ``visit(run label, record line)``: called for every record while a run is read
 RecordVisitor = Callable[[str, RecordLine], None]
@@ -51,7 +61,7 @@ class Run:
     label: str  # tutor identity used in tables
     model_dir: Path
     results_files: list[Path]
-    samples_files: dict[str, Path]  # task -> samples file used
+    samples_files: dict[str, list[Path]]  # task -> the samples files pooled (several: shards, parts)
     scores: list[DialogueScores]
     results: dict[str, dict[str, Any]] = field(default_factory=dict)  # task -> lm-eval metrics
     # task -> per-role model-call counts of the run (results_*.json configs.<task>.metadata.edufair_calls)
@@ -69,6 +79,7 @@ class Run:
     # records do not say (older runs)
     sources: dict[str, set[str]] = field(default_factory=dict)
     transcripts: int = 0  # records that store their transcript (not only scores)
+    model_dirs: list[Path] = field(default_factory=list)  # every folder pooled into this run (model_dir first)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -76,7 +87,8 @@ class Run:
             "model_name": self.model_name,
             "model_dir": str(self.model_dir),
             "results_files": [str(p) for p in self.results_files],
-            "samples_files": {t: str(p) for t, p in sorted(self.samples_files.items())},
+            "model_dirs": [str(p) for p in self.model_dirs or [self.model_dir]],
+            "samples_files": {t: [str(p) for p in ps] for t, ps in sorted(self.samples_files.items())},
             "dialogues": len(self.scores),
             "skipped_lines": self.skipped_lines,
             "protocol_versions": sorted(self.protocol_versions),
@@ -124,7 +136,25 @@ def compat_fields(prov: dict[str, Any]) -> dict[str, str]:
         out[f"bank sha256 ({bank.get('domain')})"] = str(bank["sha256"])
     if prov.get("max_tutor_turns") is not None:
         out["max_tutor_turns"] = str(prov["max_tutor_turns"])
+    world_size = (prov.get("execution") or {}).get("world_size")
+    if world_size is not None and samples_tutor((prov.get("decoding") or {}).get("tutor")):
+        # a sampling tutor under lm-eval's sharding draws other transcripts with each process count
+        # (the batches, and with them the random streams, differ): such runs are not one population
+        out["world size (sampling tutor)"] = str(world_size)
     return out
+
+
+def samples_tutor(decoding: Any) -> bool:
+    """Whether the tutor's decoding settings sample (temperature > 0 or do_sample), as lm-eval's
+    backends read them: a positive temperature samples unless do_sample is false."""
+    if not isinstance(decoding, dict):
+        return False
+    if decoding.get("do_sample") is False:
+        return False
+    try:
+        return bool(decoding.get("do_sample")) or float(decoding.get("temperature") or 0) > 0
+    except (TypeError, ValueError):
+        return False
 
 
 def _add(run: Run, line: RecordLine) -> None:
@@ -145,28 +175,157 @@ def _add(run: Run, line: RecordLine) -> None:
         run.compat.setdefault(name, {}).setdefault(value, line.where)
 
 
-def _load_folder(folder: RunFolder, labels: dict[Path, str], origin: Path, visit: RecordVisitor | None) -> Run:
-    files = run_files(folder)
-    label = None
+def _folder_label(folder: RunFolder, files: RunFiles, labels: dict[Path, str], origin: Path) -> str:
     for key in (folder.path.resolve(), origin.resolve(), *(f.resolve() for f in files.results_files)):
         if key in labels:
-            label = labels[key]
-            break
-    label = label or files.facts.model_name or folder.path.name
-    run = Run(label, folder.path, files.results_files, files.samples, [], files.facts.metrics, files.facts.call_counts,
-              files.facts.model_name, package=files.facts.package)
-    for task, sf in sorted(files.samples.items()):
-        stats = ReadStats()
-        for line in iter_records(sf, stats=stats):
-            if not line.record.scores.task:
-                line.record.scores.task = task
-            _add(run, line)
-            if visit is not None:
-                visit(run.label, line)
-        run.skipped_lines += stats.skipped
+            return labels[key]
+    return files.facts.model_name or folder.path.name
+
+
+def _dialogue_keys(path: Path) -> set[tuple[str, str, str, str]]:
+    """The dialogues (``DialogueRecord.key``) of one samples file."""
+    return {line.record.key for line in iter_records(path, complete=False)}
+
+
+def choose_samples(task: str, folders: Sequence[tuple[RunFolder, list[SamplesFile]]]) -> list[SamplesFile]:
+    """The samples files of ``task`` to pool, from one or more run folders of one tutor (each
+    folder's files newest first). Inside a folder, a file whose dialogues are all in newer files is
+    replaced by them (a re-run; said on stderr, never silently), a file that shares none with them
+    is pooled (a shard, a part of the documents run by hand), and one that shares some but not
+    all is refused: nothing decides which copy to keep. Files of different folders are all pooled;
+    reading them refuses any dialogue that appears twice."""
+    out: list[SamplesFile] = []
+    for folder, files in folders:
+        if len(files) == 1:
+            out.extend(files)
+            continue
+        kept: list[tuple[SamplesFile, set]] = []
+        for sf in files:  # newest first
+            keys = _dialogue_keys(sf.path)
+            held = {k for _, ks in kept for k in ks}
+            shared = keys & held
+            if not shared:
+                kept.append((sf, keys))
+            elif shared == keys:
+                newer = ", ".join(k.path.name for k, ks in kept if ks & keys)
+                log.warning("edufair: %s: %s is replaced by the newer %s (a re-run of the same %d dialogue(s))",
+                            task, sf.path, newer, len(keys))
+            else:
+                other = next(k for k, ks in kept if ks & keys)
+                example = "/".join(sorted(shared)[0])
+                raise EduFairError(
+                    f"{task}: {sf.path.name} and the newer {other.path.name} in {folder.path} share {len(shared)} of "
+                    f"{len(keys)} dialogue(s) (e.g. {example}), and the newer file(s) lack the other "
+                    f"{len(keys - held)}: refusing to guess which copy to keep; move one of the files out of the folder")
+        out.extend(sf for sf, _ in kept)
+    return out
+
+
+class _ShardCheck:
+    """The shards (provenance ``execution.shard``) a task's records came from: all of one count,
+    none missing, never mixed with records of an unsharded run."""
+
+    def __init__(self, task: str) -> None:
+        self.task = task
+        self.seen: dict[int, dict[int, str]] = {}  # count -> index -> first file
+        self.unsharded: str | None = None
+
+    def add(self, provenance: dict[str, Any], where: str) -> None:
+        shard = (provenance.get("execution") or {}).get("shard") if isinstance(provenance.get("execution"), dict) else None
+        if isinstance(shard, dict) and shard.get("count") is not None:
+            self.seen.setdefault(int(shard["count"]), {}).setdefault(int(shard.get("index", -1)), where)
+        elif self.unsharded is None:
+            self.unsharded = where
+
+    def check(self) -> None:
+        if not self.seen:
+            return
+        if len(self.seen) > 1:
+            counts = " and ".join(f"{c} (e.g. {next(iter(w.values()))})" for c, w in sorted(self.seen.items()))
+            raise EduFairError(f"{self.task}: records of shard counts {counts}: pool the shards of one split only")
+        (count, have), = self.seen.items()
+        if self.unsharded is not None:
+            raise EduFairError(f"{self.task}: records of shards of {count} pooled with records of an unsharded run "
+                               f"({self.unsharded}): they hold the same questions; report them separately")
+        missing = sorted(set(range(count)) - set(have))
+        if missing:
+            raise EduFairError(
+                f"{self.task}: shard(s) {', '.join(map(str, missing))} of {count} missing (found "
+                f"{', '.join(map(str, sorted(have)))}): run edufair.shard index {missing[0]} (of count {count}) too, "
+                "or pass its output folder")
+
+
+def _load_group(label: str, members: Sequence[tuple[RunFolder, RunFiles]], visit: RecordVisitor | None) -> Run:
+    """One tutor's run from one or more run folders (e.g. the shards of a SLURM array)."""
+    model_name = next((f.facts.model_name for _, f in members if f.facts.model_name), None)
+    run = Run(label, members[0][0].path, [], {}, [], {}, {}, model_name)
+    run.model_dirs = [folder.path for folder, _ in members]
+    for _, files in members:
+        for task, package in files.facts.package.items():
+            run.package.setdefault(task, package)
+    tasks = sorted({t for _, files in members for t in files.samples})
+    for task in tasks:
+        chosen = choose_samples(task, [(folder, files.samples[task]) for folder, files in members if task in files.samples])
+        run.samples_files[task] = [sf.path for sf in chosen]
+        run.results_files += [sf.results for sf in chosen if sf.results is not None and sf.results not in run.results_files]
+        run.results[task] = chosen[0].metrics
+        counts = [c for sf in chosen if sf.call_counts for c in sf.call_counts.values() if isinstance(c, dict) and c.get("role")]
+        if counts:
+            run.call_counts[task] = {c.role: _summed_counts(c, [p for p in counts if p.get("role") == c.role])
+                                     for c in sum_call_counts(counts)}
+        seen: dict[tuple, Path] = {}
+        shards = _ShardCheck(task)
+        for sf in chosen:
+            stats = ReadStats()
+            for line in iter_records(sf.path, stats=stats):
+                if not line.record.scores.task:
+                    line.record.scores.task = task
+                key = line.record.key
+                if key in seen:
+                    raise EduFairError(
+                        f"{task}: dialogue {'/'.join(key[1:])} of tutor {label!r} is in {seen[key]} and again at "
+                        f"{line.where}: the same dialogue twice (a shard run twice, or two runs of the same tutor: "
+                        "report those side by side with --label NAME=DIR)")
+                seen[key] = sf.path
+                shards.add(line.record.provenance, line.where)
+                _add(run, line)
+                if visit is not None:
+                    visit(run.label, line)
+            run.skipped_lines += stats.skipped
+        shards.check()
     if not run.scores:
-        raise EduFairError(f"{folder.path}: samples files hold no '{RECORD_KEY}' records (not an EduFair run?)")
+        where = ", ".join(str(folder.path) for folder, _ in members)
+        raise EduFairError(f"{where}: samples files hold no '{RECORD_KEY}' records (not an EduFair run?)")
     return run
+
+
+# what results files written before EduFair counted cost lack (report.failures.cost_table says
+# "not recorded" for them rather than "missing")
+_COST_FIELDS = ("prompt_tokens", "completion_tokens", "token_calls", "token_source", "wall_s")
+
+
+def _summed_counts(total, parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One role's counts summed over the pooled files, without the cost fields when no file had them."""
+    out = total.to_dict()
+    if not any("token_calls" in p for p in parts):
+        for name in _COST_FIELDS:
+            out.pop(name, None)
+    return out
+
+
+def _groups(paths: Iterable[str | Path], labels: dict[Path, str]) -> dict[str, list[tuple[RunFolder, RunFiles]]]:
+    """The run folders under ``paths`` by tutor label (a folder named twice counts once)."""
+    groups: dict[str, list[tuple[RunFolder, RunFiles]]] = {}
+    done: set[tuple[Path, Path | None]] = set()
+    for path in paths:
+        for folder in find_run_folders(path):
+            ident = (folder.path.resolve(), folder.pinned.resolve() if folder.pinned else None)
+            if ident in done:
+                continue
+            done.add(ident)
+            files = run_files(folder)
+            groups.setdefault(_folder_label(folder, files, labels, Path(path).expanduser()), []).append((folder, files))
+    return groups
 
 
 def run_inputs(paths: Sequence[str | Path] | None, labels: Sequence[str] | None) -> tuple[list[str], dict[Path, str]]:
@@ -197,18 +356,11 @@ def parse_labels(items: Sequence[str] | None) -> dict[Path, str]:
 def load_runs(paths: Iterable[str | Path], labels: dict[Path, str] | None = None, *,
               visit: RecordVisitor | None = None, check: bool = True) -> list[Run]:
     """Every run folder under ``paths`` (each samples file read once; ``visit`` sees every record).
-    Tutor labels must be unique; runs must share the protocol version this EduFair implements and
+    The folders of one tutor label are pooled into one run (shards, parts of the documents; a
+    dialogue twice is an error); runs must share the protocol version this EduFair implements and
     agree on every provenance field that changes scores (``check``: :func:`check_compatible`)."""
     labels = labels or {}
-    runs: list[Run] = []
-    for path in paths:
-        for folder in find_run_folders(path):
-            runs.append(_load_folder(folder, labels, Path(path).expanduser(), visit))
-    seen: dict[str, Path] = {}
-    for r in runs:
-        if r.label in seen:
-            raise EduFairError(f"tutor {r.label!r} appears twice ({seen[r.label]} and {r.model_dir}); use --label NAME=DIR")
-        seen[r.label] = r.model_dir
+    runs = [_load_group(label, members, visit) for label, members in _groups(paths, labels).items()]
     if check:
         check_protocol(runs)
         check_compatible(runs)
@@ -222,7 +374,8 @@ def load_run(path: str | Path, label: str | None = None, *, visit: RecordVisitor
         names = ", ".join(str(f.path) for f in folders[:6]) + (", ..." if len(folders) > 6 else "")
         raise EduFairError(f"{path} holds {len(folders)} runs; pass one of them: {names}")
     labels = {folders[0].path.resolve(): label} if label else {}
-    return _load_folder(folders[0], labels, Path(path).expanduser(), visit)
+    files = run_files(folders[0])
+    return _load_group(_folder_label(folders[0], files, labels, Path(path).expanduser()), [(folders[0], files)], visit)
 
 
 def check_protocol(runs: Sequence[Run]) -> None:
@@ -286,7 +439,8 @@ def record_files(path: str | Path) -> tuple[str, list[Path]]:
         if len(folders) != 1:
             raise EduFairError(f"{p} holds several model folders; pass one of them")
         files = run_files(folders[0])
-        return files.facts.model_name or folders[0].path.name, [files.samples[t] for t in sorted(files.samples)]
+        chosen = [sf.path for t in sorted(files.samples) for sf in choose_samples(t, [(folders[0], files.samples[t])])]
+        return files.facts.model_name or folders[0].path.name, chosen
     return p.name, find_samples([str(p)])
 
 

@@ -1,6 +1,6 @@
 """The composed settings model of one EduFair task: :class:`RunnerSettings` (with the simulated
 student's :class:`StudentSettings`). Every other block is the model of the stage that uses it:
-``bank/sample.QuestionSample``, ``protocol/placebo.PlaceboReplicate``,
+``bank/sample.QuestionSample``, ``bank/shard.Shard``, ``protocol/placebo.PlaceboReplicate``,
 ``judge/settings.JudgeSettings``, ``cache.CachePolicy``."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator, model_validator
 
 from edufair_metrics.bank.sample import QuestionSample
+from edufair_metrics.bank.shard import Shard
 from edufair_metrics.cache import CachePolicy
 from edufair_metrics.judge.settings import JudgeSettings
 from edufair_metrics.protocol.placebo import PlaceboReplicate
@@ -60,6 +61,7 @@ class RunnerSettings(SettingsModel):
     overlap: bool = True
     sample: QuestionSample | None = None  # the paper's fixed stratified subsample, or None
     placebo: PlaceboReplicate | None = None  # one level run again with independent sampling, or None
+    shard: Shard | None = None  # this run's part of the task's questions (k runs pooled by the report), or None
     student: StudentSettings = Field(description="the simulated student: {model: ..., model_args: {...}}")
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     cache: CachePolicy = Field(default_factory=CachePolicy)

@@ -7,6 +7,7 @@ import json
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -145,6 +146,14 @@ def test_unwritable_output_path_stops_before_any_model_call(tmp_path, fake):
         assert "not writable" in line and str(locked) in line, line
     finally:
         locked.chmod(0o700)
+
+
+@pytest.mark.skipif(sys.platform != "linux" or __import__("os").geteuid() != 0,
+                    reason="needs root on Linux: /proc passes os.access there but takes no file")
+def test_output_path_that_only_looks_writable_stops_before_any_model_call(tmp_path, fake):
+    argv = lm_eval_argv(fake.url, write_bank(tmp_path / "bank"), Path("/proc/edufair-out"))
+    line = _run_expecting_one_line(tmp_path, fake, argv)
+    assert "--output_path /proc/edufair-out" in line and "not writable" in line, line
 
 
 def test_more_bad_inputs_are_one_line(tmp_path, fake):

@@ -333,3 +333,40 @@ def test_counts_add_up_over_a_mixed_turn(cache):
     assert delta["requests"] == delta["cached"] + delta["coalesced"] + delta["distinct"]
     assert c["failed_by_kind"] == {"bad_body": 1, "prompt_too_long": 1}
     assert c["failed_attempts_by_kind"] == {"bad_body": 4, "empty_output": 1}
+
+
+def test_resends_go_out_as_one_batched_call_per_retry_round(cache):
+    """A model that fails requests one by one (lm-eval's API models behind HarnessModel: a
+    CallFailure in the failed request's place) or answers some empty: every round re-sends all
+    that failed in ONE call, at the model's concurrency; never one request per call."""
+    sent: dict[str, int] = {}
+
+    def answer(prompt: str):
+        text = json.loads(prompt)[-1]["content"]
+        sent[text] = sent.get(text, 0) + 1
+        if text in ("b", "d") and sent[text] == 1:
+            return ""  # empty once
+        if text == "c":
+            return CallFailure(FailureKind.HTTP_5XX, "HTTP 500")  # always, alone in its batch
+        return f"reply to {text}"
+
+    class IsolatingChat(FakeChat):
+        def generate(self, contexts, gen_kwargs, docs, on_answer=None, retry=False):
+            self.calls.append(list(contexts))
+            self.retry_flags.append(retry)
+            outs = [self.answer(ctx) for ctx in contexts]
+            for ctx, out in zip(contexts, outs):
+                if on_answer is not None and isinstance(out, str):
+                    on_answer(ctx, out)
+            return outs
+
+    model = IsolatingChat(answer)
+    gen = CachedGenerator(model, "tutor", IDENTITY, cache)
+    a, b, c, d = contexts(gen, "a", "b", "c", "d")
+    out = gen.generate([a, b, c, d], GEN, docs(4))
+    assert model.calls == [[a, b, c, d], [b, c, d], [c]]
+    assert model.retry_flags == [False, True, True]
+    assert out[:2] == ["reply to a", "reply to b"] and out[3] == "reply to d"
+    assert out[2].kind is FailureKind.HTTP_5XX and f"after {gen.max_sends} attempts" in out[2].detail
+    counts = gen.counts
+    assert (counts.sends, counts.retried, counts.recovered, counts.failed) == (4 + 3 + 1, 3, 2, 1)

@@ -204,7 +204,7 @@ def main(argv=None) -> int:
     failed = [r for r in recs if r["transcript"].get("stop_reason") in ("student_failed", "tutor_failed") or r["transcript"].get("error")]
     if failed:
         problems.append(f"{len(failed)} failed dialogues, e.g. {failed[0]['transcript'].get('error')}")
-    blank = sum(1 for r in recs for t in r["transcript"]["turns"] if t["role"] == "tutor" and not (t.get("raw") or "").strip())
+    blank = sum(1 for r in recs for t in r["transcript"]["turns"] if t["role"] == "tutor" and not (t.get("raw", t.get("text")) or "").strip())
     if blank:
         problems.append(f"{blank} blank tutor turns")
     truncated = sum(c["truncated"] for c in calls)
@@ -226,7 +226,7 @@ def main(argv=None) -> int:
               f"{sum(c['new_tokens'] for c in turn_calls) / max(sum(secs), 1e-9):.1f} tok/s overall")
     example = next((t for t in recs[0]["transcript"]["turns"] if t["role"] == "tutor"), None) if recs else None
     if example:
-        print(f"[check] first tutor turn (random model): {example['raw'][:80]!r}")
+        print(f"[check] first tutor turn (random model): {example.get('raw', example['text'])[:80]!r}")
     if problems:
         print("FAIL: " + "; ".join(problems))
         return 1

@@ -89,7 +89,7 @@ def test_missing_values_are_left_out_and_bootstrap_is_seeded():
     assert a.percent_agreement_ci_low <= a.percent_agreement <= a.percent_agreement_ci_high
     assert a.cohen_kappa_ci_low <= a.cohen_kappa_ci_high
     assert agreement(judge, human, n_boot=300, seed=3) == a
-    assert agreement(judge, human, n_boot=300, seed=4) != a
+    assert agreement(judge, human, n_boot=300, seed=5) != a  # with 8 items, seed 4 happens to give the same CIs
     with pytest.raises(EduFairError):
         agreement([1, 2], [1, 0])
 

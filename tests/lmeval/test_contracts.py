@@ -326,6 +326,33 @@ def test_template_api_reports_every_answer_to_the_cache_hook(num_concurrent):
         "add_partial's req is not (JsonChatStr context, gen_kwargs)", who)
 
 
+def test_template_api_retries_each_request_through_the_instance_amodel_call():
+    """lm-eval wraps ``self.amodel_call`` (looked up when a batch starts, so an instance attribute
+    wins) in tenacity's ``stop_after_attempt(max_retries)`` per request chunk, passing the chunk as
+    ``messages=`` on every attempt: HarnessModel then answers a request's last failed attempt with a
+    failure mark, and the rest of the batch is answered instead of aborted."""
+    from edufair_metrics.failures import CallFailure, FailureKind
+    from edufair_metrics.lmeval.models import HarnessModel
+    from tests.helpers.fake_openai import HTTPError
+
+    who = "edufair_metrics.lmeval.models._IsolateFailures (one failed request fails only itself)"
+    seen: dict[str, int] = {}
+
+    def respond(req):
+        q = req.messages[-1]["content"]
+        seen[q] = seen.get(q, 0) + 1
+        return HTTPError(500) if q == "q1" else Reply(f"re: {q}")
+
+    with FakeOpenAI(responder=respond) as srv:
+        lm = _local_chat(base_url=srv.base_url + "/chat/completions", num_concurrent=3, max_retries=2)
+        ctxs = [lm.apply_chat_template([{"role": "user", "content": f"q{i}"}]) for i in range(3)]
+        out = HarnessModel(lm).generate(ctxs, {"until": [], "max_gen_toks": 8}, [{}] * 3)
+    assert out[0] == "re: q0" and out[2] == "re: q2", broken(f"the other requests of the batch were not answered: {out}", who)
+    assert isinstance(out[1], CallFailure) and out[1].kind is FailureKind.HTTP_5XX, broken(f"got {out[1]!r}", who)
+    assert seen["q1"] == 2, broken(f"a failing request was sent {seen['q1']} times, not max_retries=2", who)
+    assert "amodel_call" not in lm.__dict__, "the instance attribute is removed after the call"
+
+
 def test_per_call_notice_is_printed_once_per_run(caplog):
     """lm-eval logs "Tokenized requests are disabled ..." at INFO on every generate_until call; with
     EduFair's filter (print_notices_once) it appears once per process, and other records pass."""

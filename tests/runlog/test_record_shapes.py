@@ -78,3 +78,21 @@ def test_a_malformed_line_names_the_file_and_line(tmp_path):
     with pytest.raises(EduFairError, match=r"samples_edufair_explicit_physics_2026.jsonl:2: malformed EduFair record"):
         list(iter_records(f, stats=stats))
     assert stats.skipped == 1  # the line without a record was skipped first
+
+
+def test_a_turn_stores_raw_only_where_it_differs_from_text():
+    from edufair_metrics.records import Transcript, Turn
+
+    turns = [Turn("question", "Q?", None), Turn("student", "I think so.", "I think so."),
+             Turn("tutor", "Good.", "<think>they are right</think>Good.")]
+    t = Transcript("q", "physics", "explicit", "gender", "female", "T", "S", turns, "max_turns")
+    stored = t.to_dict()["turns"]
+    assert stored == [{"role": "question", "text": "Q?", "raw": None}, {"role": "student", "text": "I think so."},
+                      {"role": "tutor", "text": "Good.", "raw": "<think>they are right</think>Good."}]
+    assert Transcript.from_dict(json.loads(json.dumps(t.to_dict()))).turns == turns
+    # records written before store raw on every turn; they read the same
+    for path in SHAPES:
+        obj = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+        rec = next(iter_records(path)).record
+        assert [(x.text, x.raw) for x in rec.transcript.turns] == \
+            [(x["text"], x.get("raw")) for x in obj[RECORD_KEY]["transcript"]["turns"]]
