@@ -66,18 +66,12 @@ class StatisticsSettings(SettingsModel):
     fdr_method: str = Field(DEFAULT_FDR_METHOD, json_schema_extra={"expected": "one of " + ", ".join(FDR_METHODS)})
     equivalence_margin: float = Field(DEFAULT_MARGIN, gt=0, lt=1)
 
-    @field_validator("ses_summary")
+    @field_validator("ses_summary", "fdr_method")
     @classmethod
-    def _ses(cls, v: str) -> str:
-        if v not in SES_SUMMARIES:
-            raise ValueError(f"must be one of {', '.join(SES_SUMMARIES)}, got {v!r}")
-        return v
-
-    @field_validator("fdr_method")
-    @classmethod
-    def _fdr(cls, v: str) -> str:
-        if v not in FDR_METHODS:
-            raise ValueError(f"must be one of {', '.join(FDR_METHODS)}, got {v!r}")
+    def _one_of(cls, v: str, info) -> str:
+        choices = SES_SUMMARIES if info.field_name == "ses_summary" else FDR_METHODS
+        if v not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}, got {v!r}")
         return v
 
     def params(self) -> StatParams:
