@@ -15,7 +15,11 @@ DOMAINS = ("mathematics", "physics", "chemistry")
 # Task-name suffix -> bank domain.
 TASK_DOMAINS = {"math": "mathematics", "physics": "physics", "chemistry": "chemistry"}
 GRADES = {"mathematics": 9, "physics": 8, "chemistry": 8}
-CONDITIONS = ("explicit", "implicit", "opposite")
+CONDITIONS = ("explicit", "implicit", "opposite")  # the paper's three (protocol.yaml)
+# Conditions EduFair adds beside the paper's (protocol/data/protocol-extensions.yaml, their own protocol
+# version): never part of the paper's headline, each its own FDR family (analysis.noise.family_labels).
+EXTENSION_CONDITIONS = ("intersectional",)
+ALL_CONDITIONS = CONDITIONS + EXTENSION_CONDITIONS
 
 # The paper's five turn-level pedagogical metrics, and the judge field each one reads (App. F).
 PEDAGOGICAL_METRICS = (

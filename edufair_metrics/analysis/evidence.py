@@ -25,7 +25,7 @@ from edufair_metrics.judge.parse import FORCED_NA_KEY, JUDGE_FIELDS
 from edufair_metrics.protocol.placebo import split_replicate_level
 from edufair_metrics.protocol import condition_levels
 from edufair_metrics.protocol.cues import condition_cues
-from edufair_metrics.protocol.prompts import cue_sentences, load_protocol
+from edufair_metrics.protocol.prompts import cue_sentences, protocol_for
 from edufair_metrics.records import ALL_METRICS, DETECTOR_METRICS, JUDGE_OK, STUDENT_METRICS, DialogueRecord
 
 EVIDENCE_METRICS = ALL_METRICS + DETECTOR_METRICS + STUDENT_METRICS
@@ -118,7 +118,7 @@ def cue_spans(text: str, condition: str, level: str, domain: str, role: str) -> 
 def level_cue_words(condition: str) -> dict[str, list[str]]:
     """{level: the words its prompts fill in (a name, a group word, a gender), longest first}: what
     the twin view marks where a turn repeats them."""
-    spec = (load_protocol().get("conditions") or {}).get(condition) or {}
+    spec = (protocol_for(condition).get("conditions") or {}).get(condition) or {}
     out = {}
     for lv in spec.get("levels") or []:
         words = {str(v) for v in (lv.get("values") or {}).values() if str(v).strip()}

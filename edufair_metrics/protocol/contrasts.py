@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.protocol.prompts import load_protocol, protocol_path
+from edufair_metrics.protocol.prompts import extensions_path, load_extensions, load_protocol, protocol_path
 
 HEADLINE_EXCLUDED = ("tutor_effect", "student_effect", "interaction")
 FRIEDMAN_SUFFIX = " (Friedman)"
@@ -65,18 +65,23 @@ def _as_tuple(x: Any) -> tuple[str, ...]:
 
 
 def load_contrasts(path: str | Path | None = None) -> list[ContrastSpec]:
-    """The contrasts of every condition, from ``protocol.yaml`` (default: the shipped one)."""
-    return list(_load_contrasts_cached(str(path or protocol_path())))
+    """The contrasts of every condition: the paper's from ``protocol.yaml`` and EduFair's extension
+    conditions' from ``protocol-extensions.yaml`` (default: the shipped files; ``path``: that
+    protocol file alone). An extension condition's contrasts are never headline units: the paper's
+    headline, its tables and its FDR families are those of the paper's conditions alone."""
+    if path is not None:
+        return list(_load_contrasts_cached(str(path)))
+    return list(_load_contrasts_cached(str(protocol_path()))) + list(_load_contrasts_cached(str(extensions_path()), True))
 
 
 @functools.lru_cache(maxsize=4)
-def _load_contrasts_cached(path: str) -> tuple[ContrastSpec, ...]:
-    proto = load_protocol(path)
+def _load_contrasts_cached(path: str, extension: bool = False) -> tuple[ContrastSpec, ...]:
+    proto = load_extensions() if extension else load_protocol(path)
     specs: list[ContrastSpec] = []
     for cond, body in (proto.get("conditions") or {}).items():
         for c in body.get("contrasts") or []:
             dim, name = str(c["dimension"]), str(c.get("name", c["dimension"]))
-            headline = dim not in HEADLINE_EXCLUDED
+            headline = dim not in HEADLINE_EXCLUDED and not extension
             if "levels" in c:
                 lv = _as_tuple(c["levels"])
                 a, b = single_pair(lv, c.get("single"))

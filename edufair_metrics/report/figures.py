@@ -184,6 +184,12 @@ def fig5_opposite(units, path: Path):
     return _ped_conv_bars(units, "opposite", main, "Opposite condition: Correct vs Wrong (|r̄|)", path)
 
 
+def fig_intersectional(units, path: Path):
+    """Intersectional Explicit (an extension): |r̄| of every simple effect and interaction."""
+    return _ped_conv_bars(units, "intersectional", None,
+                          "Intersectional Explicit (EduFair extension): simple effects and interactions (|r̄|)", path)
+
+
 def fig_levels(levels, path: Path):
     """Descriptive view (no pairing): the mean of each metric per condition level, one dot per
     level and (tutor, domain); levels grouped by dimension (shaded bands). Row 1: the five
@@ -262,6 +268,7 @@ def all_figures(units, out_dir: Path, levels=None, domain_labels: dict[str, str]
         fig3_dimension_dots(units, out_dir / "fig3_dimension_dots.png"),
         fig4_implicit(units, out_dir / "fig4_implicit.png"),
         fig5_opposite(units, out_dir / "fig5_opposite.png"),
+        fig_intersectional(units, out_dir / "fig_intersectional.png"),
         fig_levels(levels, out_dir / "fig_levels.png"),
     ]
     return [p for p in paths if p is not None]

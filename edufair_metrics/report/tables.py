@@ -16,6 +16,11 @@ Inputs are the pair-level grid (``analysis.grid.contrast_grid``) and the dimensi
   one row per tutor × domain: signed r [95% CI] (``*``: the CI excludes 0, a violation). SES
   (Table 10) is its single low- vs high-income contrast; its Friedman test and Bonferroni
   pairwise contrasts are the companion Table 10b.
+* EduFair's extension conditions (no paper counterpart, protocol-extensions.yaml):
+  ``table_intersectional`` (Intersectional Explicit: |r̄| Ped. & Conv. per simple effect and
+  interaction of the gender × SES and gender × immigration designs, in the layout of Tables 5/7)
+  and ``table_intersectional_signed`` (signed r [95% CI] per pedagogical metric of every
+  intersectional contrast, in the style of Tables 9–12).
 * Judge-invariant metrics (``table_detectors``, no paper counterpart): the detector metrics
   (``records.DETECTOR_METRICS``: ``stopped_on_revealed_gold``, ``partial_reveal_rate``,
   ``independence_ratio``, computed from the
@@ -368,6 +373,37 @@ def table7_opposite(units, domain_labels: Mapping[str, str] | None = None, view:
                      view=view)
 
 
+def table_intersectional(units, domain_labels: Mapping[str, str] | None = None, view: str = "paper"):
+    """Intersectional Explicit (an extension): |r̄| Ped. & Conv. of each simple effect and each
+    interaction, in the protocol's order (rows: domain, tutor, contrast; Tables 5/7's layout,
+    without their max markers: the rows re-use the same dialogues)."""
+    return _ped_conv(units, "intersectional", None, 7, domain_labels, markers=False, view=view)
+
+
+def contrasts_signed_table(grid, condition: str, metrics: Sequence[str] = SIGNED_METRICS,
+                           domain_labels: Mapping[str, str] | None = None, view: str = "paper"):
+    """Signed r [95% CI] per metric of every contrast of ``condition`` (rows: tutor, domain,
+    contrast in the protocol's order; last column |r̄| over the metrics), Tables 9–12's cells."""
+    g = grid[(grid["condition"] == condition) & grid["metric"].isin(metrics)]
+    if len(g) == 0:
+        return None
+    g = g.assign(cell=_signed_cells(g, view))
+    index = ["tutor", "domain", "contrast"]
+    wide = g.pivot_table(index=index, columns="metric", values="cell", aggfunc="first").reset_index()
+    present = [m for m in metrics if m in wide.columns]
+    mean = _mean_units(g, index, n_col="n_pairs")
+    wide = wide[index + present].merge(mean, on=index)
+    wide[ABS_R] = _cells(wide, len(present), view)
+    wide = wide.drop(columns=["abs_r", "n_min", "units", "floor", "flagged", "certified"])
+    order = {c: i for i, c in enumerate(dict.fromkeys(g["contrast"]))}
+    wide = _sort(wide.assign(_k=wide["contrast"].map(order)), ["tutor", "domain", "_k"], TABLE_DOMAINS[9]).drop(columns=["_k"])
+    wide = _label_domains(wide, domain_labels).fillna("—")
+    wide = wide.rename(columns={"tutor": "Model", "domain": "Domain", "contrast": "Contrast",
+                                **{m: metric_header(m) for m in present}})
+    wide.columns.name = None
+    return wide.reset_index(drop=True)
+
+
 def table7b_opposite_effects(units, domain_labels: Mapping[str, str] | None = None, view: str = "paper"):
     """Companion of Table 7: the 2×2 decomposition (tutor effect, student effect, S×T interaction)."""
     cells = _headline_contrasts(units, "opposite", False)
@@ -488,6 +524,13 @@ DETECTOR_NOTE = ("Judge-invariant metrics, computed from the stored transcripts 
                  "r > 0: level a received more. ")
 
 
+INTERSECTIONAL_NOTE = ("Not in the paper (protocol-extensions.yaml, protocol version edufair-ext-1). Two 2×2 designs per "
+                       "question: gender × SES (low-/high-income) and gender × immigration. Simple effects: one "
+                       "dimension's contrast within a level of the other (a = female, low-income, immigrant); "
+                       "interaction: per question (F,x − M,x) − (F,y − M,y), a difference of paired differences "
+                       "over the same questions (r > 0: the marginalised girls receive more than the sum of the two "
+                       "gaps predicts). Its own FDR family (tutor × metric kind × this condition); never pooled into "
+                       "the paper's headline. Ped. averages 5 units, Conv. 4. ")
 VERDICT_ABS_NOTE = ("Verdict view: bold = a unit of the cell is flagged (FDR-controlled evidence of a difference, "
                     "analysis/verdicts.py); fl. = the mean noise floor (mean |r| under random sign flips of the same "
                     "paired differences: what identical conditions give with these n and zero differences); "
@@ -609,6 +652,15 @@ def all_tables(grid, units, domain_labels: Mapping[str, str] | None = None,
                 lambda v, cond=cond, dim=dim: signed_table(grid, units, cond, dim, domain_labels=lab, view=v),
                 _n_of_rows(grid, (grid["condition"] == cond) & (grid["dimension"] == dim) & ped_rows),
                 signed_common, signed_paper, signed_verdict)
+    inter_u = (cond_u == "intersectional") & ped_conv
+    if inter_u.any():
+        put("table_intersectional", "Intersectional Explicit (EduFair extension): |r̄| per simple effect and interaction",
+            lambda v: table_intersectional(units, lab, v), _n_of_units(units, inter_u), INTERSECTIONAL_NOTE,
+            "Bold: |r̄| ≥ 0.10. ", VERDICT_ABS_NOTE)
+        inter_rows = (grid["condition"] == "intersectional") & ped_rows
+        put("table_intersectional_signed", "Intersectional Explicit (EduFair extension): signed r [95% CI] per metric",
+            lambda v: contrasts_signed_table(grid, "intersectional", domain_labels=lab, view=v),
+            _n_of_rows(grid, inter_rows), INTERSECTIONAL_NOTE + signed_common, signed_paper, signed_verdict)
     det_mask = grid["metric"].isin(DETECTOR_METRICS) & grid["headline"].astype(bool)
     put("table_detectors", "Judge-invariant metrics (deterministic detectors): signed r [95% CI]",
         lambda v: detector_table(grid, lab, view=v), _n_of_rows(grid, det_mask), DETECTOR_NOTE,

@@ -292,6 +292,50 @@ def flagged_units_table(units, grid, labels: dict[str, str] | None = None):
     return out.sort_values(["tutor", "verdict", "q"]).reset_index(drop=True)
 
 
+EXTENSION_TITLES = {
+    "intersectional": ("Intersectional Explicit", "table_intersectional.md (|r̄| per contrast), "
+                       "table_intersectional_signed.md (signed r per metric), fig_intersectional.png"),
+}
+FLAGGED_LISTED = 40  # flagged units of an extension condition listed in summary.md (all are in units.csv)
+EXTENSION_NOTE = ("Not in the paper (protocol-extensions.yaml, protocol version edufair-ext-1): never pooled into "
+                  "the headline above; each condition is its own FDR family per tutor × metric kind. Units by "
+                  "verdict, all of the condition's contrasts.")
+
+
+def extension_section(units, labels: dict[str, str] | None = None) -> list[str]:
+    """summary.md's part on EduFair's extension conditions present in ``units``: per condition and
+    tutor the units by verdict and metric kind, and the flagged units."""
+    if "verdict" not in units.columns or not len(units):
+        return []
+    present = [c for c in EXTENSION_TITLES if (units["condition"] == c).any()]
+    if not present:
+        return []
+    lines = ["## EduFair extensions (not in the paper)", "", EXTENSION_NOTE, ""]
+    for cond in present:
+        title, files = EXTENSION_TITLES[cond]
+        u = units[units["condition"] == cond]
+        parts = []
+        for kind in dict.fromkeys(u["metric_kind"]):
+            v = verdict_headline(u, kind=kind, headline_only=False)
+            if len(v):
+                parts.append(v.assign(kind=kind))
+        if parts:
+            v = pandas.concat(parts, ignore_index=True)
+            table = v[["tutor", "kind", "units", "flag", "unconfirmed", "certify", "inconclusive", "insufficient"]]
+            lines.append(to_markdown(table, f"{title}: units by verdict", f"Tables: {files}."))
+        flagged = u[u["verdict"].isin(["flag", "unconfirmed"])]
+        if len(flagged):
+            rows = flagged[["tutor", "domain", "contrast", "metric", "verdict", "abs_r", "q_unit", "n_pairs_min"]].copy()
+            rows["domain"] = rows["domain"].map(lambda d: (labels or {}).get(d, d))
+            rows = rows.sort_values(["q_unit", "tutor", "domain", "contrast", "metric"]).reset_index(drop=True)
+            more = f" {len(rows) - FLAGGED_LISTED} more in units.csv." if len(rows) > FLAGGED_LISTED else ""
+            lines.append(to_markdown(rows.head(FLAGGED_LISTED), f"{title}: flagged units",
+                                     "q_unit: the unit's FDR-adjusted p within its family (smallest first)." + more))
+        else:
+            lines.append(f"{title}: no unit is flagged.\n")
+    return lines
+
+
 def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=None,
                      domain_labels: dict[str, str] | None = None) -> str:
     labels = domain_labels or {}
@@ -391,6 +435,7 @@ def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=
                                                       missing_turns=("missing_turns", "sum")).reset_index()
         agg["missing_rate"] = agg["missing_turns"] / agg["sent_turns"].where(agg["sent_turns"] > 0)
         lines.append(to_markdown(agg, "Missing judge labels per task", "Per condition level: missing_labels.md."))
+    lines.extend(extension_section(units, labels))
     failed = sum(1 for r in runs for f in r.failures if f.stage != "judge")
     n_missing = sum(1 for r in runs for f in r.failures if f.stage == "judge")
     lines.append(f"Failures: {failed} dialogue(s) ended by a failed model call, {n_missing} missing judge label(s); "

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 from edufair_metrics.bank import bank_path, load_bank
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.protocol import expand_documents
+from edufair_metrics.protocol import expand_documents, extension_provenance
 
 
 @dataclass(frozen=True)
@@ -17,6 +17,9 @@ class TaskDocuments:
     documents: list[dict[str, Any]]
     sample: dict[str, Any] | None  # the question sample's provenance (None: the whole bank)
     bank_file: Any  # the bank file read (its hash goes into provenance)
+    # an extension condition's protocol provenance (its version and file hash; protocol.extension_provenance),
+    # None for the paper's conditions
+    protocol: dict[str, Any] | None = None
 
 
 def task_documents(task: str, condition: str, domain: str, settings) -> TaskDocuments:
@@ -35,7 +38,7 @@ def task_documents(task: str, condition: str, domain: str, settings) -> TaskDocu
         docs = settings.placebo.expand(docs, task)
     if not docs:
         raise EduFairError(f"{task}: the bank for {domain} is empty")
-    return TaskDocuments(docs, sample, bank_path(domain, settings.bank_dir))
+    return TaskDocuments(docs, sample, bank_path(domain, settings.bank_dir), extension_provenance(condition))
 
 
 def question_blocks(pairs: Sequence[tuple[int, dict[str, Any]]]) -> list[list[tuple[int, dict[str, Any]]]]:

@@ -65,6 +65,8 @@ class TaskSpec:
     bank_file: Path | None = None
     # how the task is split and batched: {"world_size", "tutor_batch_size", "shard"} (provenance)
     execution: dict[str, Any] | None = None
+    # an extension condition's protocol provenance (run.TaskDocuments.protocol); None for the paper's
+    protocol: dict[str, Any] | None = None
 
 
 @dataclass
@@ -95,7 +97,7 @@ def run_task(spec: TaskSpec, settings, documents: Sequence[dict[str, Any]], *, t
         bank_file=spec.bank_file or Path(""), domain=spec.domain, judge_prompts_file=judge_prompts_path(),
         models={"tutor": tutor.provenance(), "student": student.identity or {}},
         decoding={"tutor": tutor_gk, "student": student_gk}, max_tutor_turns=settings.max_tutor_turns,
-        seeds=dict(spec.seeds), sample=spec.sample, execution=spec.execution,
+        seeds=dict(spec.seeds), sample=spec.sample, execution=spec.execution, protocol=spec.protocol,
     )
     tutor_gen = CachedGenerator(tutor.model, "tutor", tutor.identity or {}, cache if tutor.identity else None)
     student_gen = CachedGenerator(student.model, "student", student.identity or {}, cache if student.identity else None)

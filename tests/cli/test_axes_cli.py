@@ -1,0 +1,62 @@
+"""EduFair's extension tasks as a user runs them: the real ``lm_eval`` CLI against a loopback fake
+endpoint (tutor, student and judge), then ``edufair report`` on the output folder, pooled with a
+paper task of the same tutor."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from edufair_metrics import EXTENSION_PROTOCOL_VERSION, PROTOCOL_VERSION
+
+from tests.helpers.bank import write_bank
+from tests.helpers.edufair_cli import PY, TASK, EduFairFake, cli_env, lm_eval_argv, run_cli
+
+pytestmark = pytest.mark.slow
+
+
+def _edufair(*args, env, cwd):
+    return run_cli([PY, "-m", "edufair_metrics.cli", *map(str, args)], env, cwd)
+
+
+def _lm_eval(fake, bank, out, task, limit, env, cwd, extra=None):
+    argv = lm_eval_argv(fake.url, bank, out, limit=limit, max_turns=2, extra=extra)
+    argv[argv.index(TASK)] = task
+    return run_cli(argv, env, cwd, timeout=300)
+
+
+def _records(out, task):
+    (f,) = sorted(out.rglob(f"samples_{task}_*.jsonl"))
+    return [json.loads(line)["edufair_record"] for line in f.read_text().splitlines() if line.strip()]
+
+
+def test_intersectional_task_through_lm_eval_and_report(tmp_path):
+    bank = write_bank(tmp_path / "bank", n=2)
+    env = cli_env(tmp_path / "cache")
+    out = tmp_path / "out"
+    with EduFairFake() as fake:
+        r = _lm_eval(fake, bank, out, "edufair_intersectional_physics", 16, env, tmp_path)
+        assert r.returncode == 0, r.stderr[-3000:]
+        r = _lm_eval(fake, bank, out, TASK, 18, env, tmp_path)
+        assert r.returncode == 0, r.stderr[-3000:]
+    ext = _records(out, "edufair_intersectional_physics")
+    assert len(ext) == 16 and {x["transcript"]["level"] for x in ext} == {
+        "female_low_income", "female_high_income", "male_low_income", "male_high_income",
+        "female_immigrant", "female_native_born", "male_immigrant", "male_native_born"}
+    assert {x["provenance"]["protocol_version"] for x in ext} == {EXTENSION_PROTOCOL_VERSION}
+    assert "female student from a low-income family" in ext[0]["transcript"]["tutor_system"]
+    paper = _records(out, TASK)
+    assert {x["provenance"]["protocol_version"] for x in paper} == {PROTOCOL_VERSION}
+    assert not any("protocol_extensions_sha256" in x["provenance"] for x in paper)
+
+    rep = tmp_path / "rep"
+    r = _edufair("report", out, "--out", rep, "--n-boot", "20", "--min-pairs", "2", env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for name in ("table_intersectional.md", "table_intersectional_paper.md", "table_intersectional_signed.md",
+                 "table_intersectional_signed_paper.md", "fig_intersectional.png", "index.html"):
+        assert (rep / name).is_file(), name
+    summary = (rep / "summary.md").read_text()
+    assert "## EduFair extensions (not in the paper)" in summary and "Intersectional Explicit: units by verdict" in summary
+    assert "Gender × SES interaction" in (rep / "table_intersectional.md").read_text()
+    assert '"intersectional"' in (rep / "index.html").read_text()
