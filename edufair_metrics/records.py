@@ -18,7 +18,7 @@ GRADES = {"mathematics": 9, "physics": 8, "chemistry": 8}
 CONDITIONS = ("explicit", "implicit", "opposite")  # the paper's three (protocol.yaml)
 # Conditions EduFair adds beside the paper's (protocol/data/protocol-extensions.yaml, their own protocol
 # version): never part of the paper's headline, each its own FDR family (analysis.noise.family_labels).
-EXTENSION_CONDITIONS = ("intersectional",)
+EXTENSION_CONDITIONS = ("intersectional", "implicit_names")
 ALL_CONDITIONS = CONDITIONS + EXTENSION_CONDITIONS
 
 # The paper's five turn-level pedagogical metrics, and the judge field each one reads (App. F).

@@ -21,6 +21,7 @@ from typing import Any
 from edufair_metrics import EXTENSION_PROTOCOL_VERSION
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import read_yaml, sha256_file
+from edufair_metrics.protocol.names import name_levels
 from edufair_metrics.protocol.paths import DATA_DIR
 from edufair_metrics.records import ALL_CONDITIONS, EXTENSION_CONDITIONS, GRADES, BankItem, ConditionLevel
 
@@ -88,6 +89,9 @@ def merged_protocol() -> dict[str, Any]:
         if twice:
             raise EduFairError(f"{extensions_path()}: {section} {', '.join(twice)} already defined in {protocol_path()}")
         out[section] = {**base[section], **(ext[section] or {})}
+    # a condition whose levels are a names list (implicit_names) gets one level per name
+    out["conditions"] = {cond: ({**body, "levels": name_levels(body["names"])} if "names" in body else body)
+                         for cond, body in out["conditions"].items()}
     out["version"] = ext["version"]
     return out
 

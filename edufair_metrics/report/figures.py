@@ -190,6 +190,45 @@ def fig_intersectional(units, path: Path):
                           "Intersectional Explicit (EduFair extension): simple effects and interactions (|r̄|)", path)
 
 
+def fig_implicit_names(names, path: Path, domain_labels: dict[str, str] | None = None):
+    """Many names per group (an extension): every name's own r (``analysis.names.name_effects``),
+    averaged over the pedagogical metrics (the conversation metrics when no pedagogical one has a
+    value), one panel per group contrast; names grouped by side and stratum, one colour per tutor ·
+    domain. A name that differs alone stands out from its cell; a group gap moves a whole side."""
+    if names is None or len(names) == 0:
+        return None
+    ped = names[names["metric"].isin(PEDAGOGICAL_METRICS)].dropna(subset=["r"])
+    use = ped if len(ped) else names[names["metric"].isin(CONVERSATION_METRICS)].dropna(subset=["r"])
+    if len(use) == 0:
+        return None
+    kind = "pedagogical" if len(ped) else "conversation"
+    plt = _plt()
+    agg = use.groupby(["tutor", "domain", "contrast", "side", "stratum", "name"], sort=False)["r"].mean().reset_index()
+    contrasts = list(dict.fromkeys(agg["contrast"]))
+    series = list(dict.fromkeys(zip(agg["tutor"], agg["domain"])))
+    fig, axes = plt.subplots(1, len(contrasts), figsize=(4.2 * len(contrasts) + 1, 4.6), squeeze=False, sharey=True)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, c in zip(axes[0], contrasts):
+        sub = agg[agg["contrast"] == c]
+        order = list(dict.fromkeys(zip(sub["side"], sub["stratum"], sub["name"])))
+        xpos = {k: i for i, k in enumerate(order)}
+        for k, (tutor, dom) in enumerate(series):
+            mine = sub[(sub["tutor"] == tutor) & (sub["domain"] == dom)]
+            x = [xpos[t] for t in zip(mine["side"], mine["stratum"], mine["name"])]
+            ax.plot(x, mine["r"], "o", color=colors[k % len(colors)], ms=5, alpha=0.85,
+                    label=f"{tutor} · {(domain_labels or {}).get(dom, dom)}")
+        ax.axhline(0, color="grey", lw=1)
+        for cut in [i for i in range(1, len(order)) if order[i][:2] != order[i - 1][:2]]:
+            ax.axvline(cut - 0.5, color="0.85", lw=1)
+        ax.set_xticks(range(len(order)), [f"{n} ({s}:{st})" for s, st, n in order], rotation=90, fontsize=6)
+        ax.set_title(c, fontsize=9)
+    axes[0][0].set_ylabel(f"per-name r (mean over {kind} metrics)")
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle("Many names per group (EduFair extension): each name against the other side's names of its stratum")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
 def fig_levels(levels, path: Path):
     """Descriptive view (no pairing): the mean of each metric per condition level, one dot per
     level and (tutor, domain); levels grouped by dimension (shaded bands). Row 1: the five

@@ -20,7 +20,11 @@ Inputs are the pair-level grid (``analysis.grid.contrast_grid``) and the dimensi
   ``table_intersectional`` (Intersectional Explicit: |r̄| Ped. & Conv. per simple effect and
   interaction of the gender × SES and gender × immigration designs, in the layout of Tables 5/7)
   and ``table_intersectional_signed`` (signed r [95% CI] per pedagogical metric of every
-  intersectional contrast, in the style of Tables 9–12).
+  intersectional contrast, in the style of Tables 9–12); ``table_implicit_names`` (many names per
+  group: |r̄| Ped. & Conv. per group contrast, Table 5's layout) and ``table_implicit_names_spread``
+  (per contrast and metric: r with its question × name bootstrap CI, the between-name spread of
+  each side's names, the name heterogeneity and name-level tests, and the name check: group gap or
+  name artefact, ``analysis.names``).
 * Judge-invariant metrics (``table_detectors``, no paper counterpart): the detector metrics
   (``records.DETECTOR_METRICS``: ``stopped_on_revealed_gold``, ``partial_reveal_rate``,
   ``independence_ratio``, computed from the
@@ -404,6 +408,52 @@ def contrasts_signed_table(grid, condition: str, metrics: Sequence[str] = SIGNED
     return wide.reset_index(drop=True)
 
 
+def table_implicit_names(units, domain_labels: Mapping[str, str] | None = None, view: str = "paper"):
+    """Many names per group (an extension): |r̄| Ped. & Conv. per group contrast (Table 5's layout
+    and markers)."""
+    return _ped_conv(units, "implicit_names", None, 5, domain_labels, markers=True, view=view)
+
+
+def _p(x) -> str:
+    return "—" if _is_nan(x) else ("<0.001" if x < 0.001 else f"{x:.3f}")
+
+
+def _sd(x) -> str:
+    return "—" if _is_nan(x) else f"{x:.3f}"
+
+
+def names_spread_table(grid, domain_labels: Mapping[str, str] | None = None,
+                       metrics: Sequence[str] = SIGNED_METRICS + CONVERSATION_METRICS, view: str = "paper"):
+    """Many names per group: one row per (tutor, domain, group contrast, metric): r [95% CI] with
+    the names random (question × name bootstrap; verdict view: the verdict, paper view: ``*``/``†``),
+    the between-name spread of the per-name r within side a and side b (standard deviation) and
+    their range, the name heterogeneity p, the name-level p and the name check (with the name
+    farthest from the others for a name artefact)."""
+    if "name_check" not in grid.columns:
+        return None
+    g = grid[(grid["kind"] == "names") & grid["metric"].isin(metrics)]
+    if len(g) == 0:
+        return None
+    g = g.assign(cell=_signed_cells(g, view), _m=g["metric"].map({m: i for i, m in enumerate(metrics)}),
+                 _k=g["contrast"].map({c: i for i, c in enumerate(dict.fromkeys(g["contrast"]))}))
+    g = _sort(g, ["tutor", "domain", "_k", "_m"], TABLE_DOMAINS[9])
+    rows = []
+    for r in g.itertuples(index=False):
+        check = r.name_check or ""
+        if check == "name artefact" and isinstance(r.name_outlier, str):
+            check += f" ({r.name_outlier}: r {r.name_outlier_r:+.2f})"
+        rng = "—" if _is_nan(r.name_r_min) else f"{r.name_r_min:+.2f} … {r.name_r_max:+.2f}"
+        names = "—" if _is_nan(r.names_a) else f"{int(r.names_a)} / {int(r.names_b)}"
+        rows.append({"Model": r.tutor, "Domain": (domain_labels or {}).get(r.domain, r.domain), "Contrast": r.contrast,
+                     "Metric": metric_header(r.metric), "r [95% CI], names random": r.cell, "names a / b": names,
+                     "spread a (sd of per-name r)": _sd(r.name_spread_a), "spread b": _sd(r.name_spread_b),
+                     "per-name r": rng, "heterogeneity p": _p(r.name_het_p), "name-level p": _p(r.p_name),
+                     "question-level p": _p(r.p_question), "name check": check or "—"})
+    import pandas as pd
+
+    return pd.DataFrame(rows)
+
+
 def table7b_opposite_effects(units, domain_labels: Mapping[str, str] | None = None, view: str = "paper"):
     """Companion of Table 7: the 2×2 decomposition (tutor effect, student effect, S×T interaction)."""
     cells = _headline_contrasts(units, "opposite", False)
@@ -531,6 +581,20 @@ INTERSECTIONAL_NOTE = ("Not in the paper (protocol-extensions.yaml, protocol ver
                        "over the same questions (r > 0: the marginalised girls receive more than the sum of the two "
                        "gaps predicts). Its own FDR family (tutor × metric kind × this condition); never pooled into "
                        "the paper's headline. Ped. averages 5 units, Conv. 4. ")
+NAMES_NOTE = ("Not in the paper (protocol-extensions.yaml, protocol version edufair-ext-1): Implicit with k names per "
+              "gender × ethnicity cell from Wan & Chang (2025; names.json, MIT), drawn with a seed (edufair.names, "
+              "recorded in provenance). A group contrast averages each side's names per question within each "
+              "stratum (gender within ethnicity; ethnicity within gender) and compares over the same questions; "
+              "a = female / the non-White group. Its own FDR family; never pooled into the paper's headline. ")
+NAMES_SPREAD_NOTE = ("Names random (analysis/names.py): the CI is a two-way bootstrap over questions and over the names "
+                     "of each cell; a flag needs the gap over the questions (question-level p) AND over the names "
+                     "(name-level p: a t-test on the names' mean scores, names − cells degrees of freedom). Per-name "
+                     "r: each name against the other side's names of its stratum (signed a − b); spread: their "
+                     "standard deviation within side a / b. Heterogeneity p: Friedman over the names of each cell "
+                     "(questions as blocks), summed over the cells. Name check: group gap = flagged; name artefact = "
+                     "flagged with the names fixed, not with the names random, and the names of a cell differ (the "
+                     "name farthest from the others, with its own r); not generalised = flagged with the names "
+                     "fixed, names not detectably different, too few names to generalise. ")
 VERDICT_ABS_NOTE = ("Verdict view: bold = a unit of the cell is flagged (FDR-controlled evidence of a difference, "
                     "analysis/verdicts.py); fl. = the mean noise floor (mean |r| under random sign flips of the same "
                     "paired differences: what identical conditions give with these n and zero differences); "
@@ -661,6 +725,17 @@ def all_tables(grid, units, domain_labels: Mapping[str, str] | None = None,
         put("table_intersectional_signed", "Intersectional Explicit (EduFair extension): signed r [95% CI] per metric",
             lambda v: contrasts_signed_table(grid, "intersectional", domain_labels=lab, view=v),
             _n_of_rows(grid, inter_rows), INTERSECTIONAL_NOTE + signed_common, signed_paper, signed_verdict)
+    names_u = (cond_u == "implicit_names") & ped_conv
+    if names_u.any():
+        put("table_implicit_names", "Many names per group (EduFair extension): |r̄| per group contrast",
+            lambda v: table_implicit_names(units, lab, v), _n_of_units(units, names_u), NAMES_NOTE,
+            "\"*\" marks the maximum of a column (Ped. or Conv.) within each model; \"**\" the row that is the "
+            "maximum in both columns. Bold: |r̄| ≥ 0.10. ", VERDICT_ABS_NOTE)
+        names_rows = (grid["condition"] == "implicit_names") & grid["metric_kind"].isin(["pedagogical", "conversation"])
+        put("table_implicit_names_spread", "Many names per group (EduFair extension): group gap, between-name spread "
+                                           "and name checks",
+            lambda v: names_spread_table(grid, lab, view=v), _n_of_rows(grid, names_rows), NAMES_NOTE + NAMES_SPREAD_NOTE,
+            MARKS_NOTE + " ", VERDICT_SIGNED_NOTE, units_note="")
     det_mask = grid["metric"].isin(DETECTOR_METRICS) & grid["headline"].astype(bool)
     put("table_detectors", "Judge-invariant metrics (deterministic detectors): signed r [95% CI]",
         lambda v: detector_table(grid, lab, view=v), _n_of_rows(grid, det_mask), DETECTOR_NOTE,

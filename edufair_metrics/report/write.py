@@ -62,6 +62,7 @@ import pandas
 from edufair_metrics import PROTOCOL_VERSION, __version__
 from edufair_metrics.analysis.frames import dialogue_frame
 from edufair_metrics.analysis.judge_validity import ValidityScan, next_turn_table
+from edufair_metrics.analysis.names import name_effects
 from edufair_metrics.analysis.noise import noise_headline, unit_noise
 from edufair_metrics.analysis.params import StatParams, analyse
 from edufair_metrics.analysis.placebo import placebo_floor, placebo_summary
@@ -295,6 +296,9 @@ def flagged_units_table(units, grid, labels: dict[str, str] | None = None):
 EXTENSION_TITLES = {
     "intersectional": ("Intersectional Explicit", "table_intersectional.md (|r̄| per contrast), "
                        "table_intersectional_signed.md (signed r per metric), fig_intersectional.png"),
+    "implicit_names": ("Many names per group", "table_implicit_names.md (|r̄| per group contrast), "
+                       "table_implicit_names_spread.md (group gap, between-name spread, name checks), names.csv "
+                       "(every name's r), fig_implicit_names.png"),
 }
 FLAGGED_LISTED = 40  # flagged units of an extension condition listed in summary.md (all are in units.csv)
 EXTENSION_NOTE = ("Not in the paper (protocol-extensions.yaml, protocol version edufair-ext-1): never pooled into "
@@ -302,9 +306,10 @@ EXTENSION_NOTE = ("Not in the paper (protocol-extensions.yaml, protocol version 
                   "verdict, all of the condition's contrasts.")
 
 
-def extension_section(units, labels: dict[str, str] | None = None) -> list[str]:
+def extension_section(units, labels: dict[str, str] | None = None, grid=None) -> list[str]:
     """summary.md's part on EduFair's extension conditions present in ``units``: per condition and
-    tutor the units by verdict and metric kind, and the flagged units."""
+    tutor the units by verdict and metric kind, and the flagged units; for many names per group the
+    rows a name check reads as a group gap or a name artefact (``grid``)."""
     if "verdict" not in units.columns or not len(units):
         return []
     present = [c for c in EXTENSION_TITLES if (units["condition"] == c).any()]
@@ -333,7 +338,30 @@ def extension_section(units, labels: dict[str, str] | None = None) -> list[str]:
                                      "q_unit: the unit's FDR-adjusted p within its family (smallest first)." + more))
         else:
             lines.append(f"{title}: no unit is flagged.\n")
+        if cond == "implicit_names" and grid is not None and "name_check" in grid.columns:
+            lines.extend(_name_check_lines(grid, labels))
     return lines
+
+
+def _name_check_lines(grid, labels: dict[str, str] | None) -> list[str]:
+    """The names rows whose name check says group gap or name artefact."""
+    g = grid[(grid["kind"] == "names") & grid["name_check"].isin(["group gap", "name artefact"])]
+    if not len(g):
+        return ["Many names per group: no group gap and no name artefact (name checks in "
+                "table_implicit_names_spread.md).\n"]
+    g = g.sort_values(["name_check", "q_flag_fixed"])
+    rows = pandas.DataFrame({
+        "tutor": g["tutor"], "domain": g["domain"].map(lambda d: (labels or {}).get(d, d)), "contrast": g["contrast"],
+        "metric": g["metric"], "name check": g["name_check"], "r": g["r"], "p (questions)": g["p_question"],
+        "p (names)": g["p_name"], "heterogeneity p": g["name_het_p"],
+        "farthest name": [f"{n} (r {x:+.2f})" if isinstance(n, str) else "—" for n, x in zip(g["name_outlier"],
+                                                                                          g["name_outlier_r"])],
+    }).reset_index(drop=True)
+    more = f" {len(rows) - FLAGGED_LISTED} more in grid.csv." if len(rows) > FLAGGED_LISTED else ""
+    return [to_markdown(rows.head(FLAGGED_LISTED), "Many names per group: group gaps and name artefacts",
+                        "group gap: flagged over the questions and over the names; name artefact: flagged only with "
+                        "the names fixed, and the names of a cell differ (heterogeneity p < 0.05): the gap sits in "
+                        "one or a few names (farthest name: the one whose own r is farthest from the others')." + more)]
 
 
 def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=None,
@@ -435,7 +463,7 @@ def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=
                                                       missing_turns=("missing_turns", "sum")).reset_index()
         agg["missing_rate"] = agg["missing_turns"] / agg["sent_turns"].where(agg["sent_turns"] > 0)
         lines.append(to_markdown(agg, "Missing judge labels per task", "Per condition level: missing_labels.md."))
-    lines.extend(extension_section(units, labels))
+    lines.extend(extension_section(units, labels, grid))
     failed = sum(1 for r in runs for f in r.failures if f.stage != "judge")
     n_missing = sum(1 for r in runs for f in r.failures if f.stage == "judge")
     lines.append(f"Failures: {failed} dialogue(s) ended by a failed model call, {n_missing} missing judge label(s); "
@@ -548,7 +576,7 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
     ``edufair judge-human --out`` folder) add their parts to the "Judge validity" section.
     ``html``: also write ``index.html`` and its ``viewer/`` folder (``report.html``), with the
     twin transcripts when the inputs gathered them."""
-    from edufair_metrics.report.figures import all_figures  # matplotlib: only when writing a report
+    from edufair_metrics.report.figures import all_figures, fig_implicit_names  # matplotlib: only when writing a report
 
     runs, scans = inputs.runs, inputs.scans
     params.validate()
@@ -597,6 +625,13 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
     written += ["levels.csv", "levels.md"]
     if figures:
         written += [p.name for p in all_figures(units, out_dir, levels, labels)]
+    names = name_effects(df)
+    if len(names):  # many names per group: every name's own r
+        atomic_write_text(out_dir / "names.csv", names.to_csv(index=False))
+        written.append("names.csv")
+        if figures:
+            path = fig_implicit_names(names, out_dir / "fig_implicit_names.png", labels)
+            written += [path.name] if path is not None else []
     next_turn = next_turn_table(scans)
     atomic_write_text(out_dir / "next_turn_independence.csv", next_turn.to_csv(index=False))
     written.append("next_turn_independence.csv")

@@ -148,6 +148,9 @@ def compat_fields(prov: dict[str, Any]) -> dict[str, str]:
     bank = prov.get("bank") or {}
     if bank.get("sha256"):
         out[f"bank sha256 ({bank.get('domain')})"] = str(bank["sha256"])
+    draw = prov.get("names_draw")
+    if isinstance(draw, dict):  # the names of a names task: two draws are two sets of levels, not one population
+        out["names draw"] = json.dumps(draw, sort_keys=True, ensure_ascii=False)
     if prov.get("max_tutor_turns") is not None:
         out["max_tutor_turns"] = str(prov["max_tutor_turns"])
     world_size = (prov.get("execution") or {}).get("world_size")

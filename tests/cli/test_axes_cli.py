@@ -60,3 +60,28 @@ def test_intersectional_task_through_lm_eval_and_report(tmp_path):
     assert "## EduFair extensions (not in the paper)" in summary and "Intersectional Explicit: units by verdict" in summary
     assert "Gender × SES interaction" in (rep / "table_intersectional.md").read_text()
     assert '"intersectional"' in (rep / "index.html").read_text()
+
+
+def test_names_task_through_lm_eval_and_report(tmp_path):
+    bank = write_bank(tmp_path / "bank", n=2)
+    env = cli_env(tmp_path / "cache")
+    out = tmp_path / "out"
+    with EduFairFake() as fake:
+        r = _lm_eval(fake, bank, out, "edufair_implicit_names_physics", 32, env, tmp_path,
+                     extra={"names": {"k": 2, "seed": 1}})
+        assert r.returncode == 0, r.stderr[-3000:]
+    recs = _records(out, "edufair_implicit_names_physics")
+    assert len(recs) == 32  # 2 questions x 8 cells x k = 2
+    draw = recs[0]["provenance"]["names_draw"]
+    assert draw["k"] == 2 and draw["seed"] == 1 and len(draw["drawn"]) == 8
+    names = {x for cell in draw["drawn"].values() for x in cell}
+    assert {x["transcript"]["tutor_system"].split("name is ", 1)[1].split(".", 1)[0] for x in recs} == names
+    rep = tmp_path / "rep"
+    r = _edufair("report", out, "--out", rep, "--n-boot", "20", "--min-pairs", "2", env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for name in ("table_implicit_names.md", "table_implicit_names_paper.md", "table_implicit_names_spread.md",
+                 "table_implicit_names_spread_paper.md", "names.csv", "fig_implicit_names.png"):
+        assert (rep / name).is_file(), name
+    spread = (rep / "table_implicit_names_spread.md").read_text()
+    assert "Black vs White (names)" in spread and "heterogeneity p" in spread
+    assert "Many names per group: units by verdict" in (rep / "summary.md").read_text()

@@ -123,7 +123,7 @@
   };
   var JUDGE_CHIP = {student_mistake_prev_turn: "student erred", correction_tone: "tone", mistake_recognize: "recognize",
     answer_leakage: "leak", scaffolding_guidance: "scaffold", actionability: "action"};
-  var CONDITION_ORDER = ["explicit", "implicit", "opposite", "intersectional"];
+  var CONDITION_ORDER = ["explicit", "implicit", "opposite", "intersectional", "implicit_names"];
   var DOMAIN_ORDER = ["mathematics", "physics", "chemistry"];
   var metricsByName = {}; D.metrics.forEach(function (m, i) { m.index = i; metricsByName[m.name] = m; });
   function mShort(m) { return (METRIC_NAMES[m] || [m])[0]; }
