@@ -26,9 +26,9 @@ from edufair_metrics.protocol.placebo import split_replicate_level
 from edufair_metrics.protocol import condition_levels
 from edufair_metrics.protocol.cues import condition_cues
 from edufair_metrics.protocol.prompts import cue_sentences, protocol_for
-from edufair_metrics.records import ALL_METRICS, DETECTOR_METRICS, JUDGE_OK, STUDENT_METRICS, DialogueRecord
+from edufair_metrics.records import ALL_METRICS, DETECTOR_METRICS, JUDGE_OK, OUTCOME_METRICS, STUDENT_METRICS, DialogueRecord
 
-EVIDENCE_METRICS = ALL_METRICS + DETECTOR_METRICS + STUDENT_METRICS
+EVIDENCE_METRICS = ALL_METRICS + DETECTOR_METRICS + STUDENT_METRICS + OUTCOME_METRICS
 ROLE_CODES = {"question": "q", "student": "s", "tutor": "t"}
 _UNSET = object()
 
@@ -77,6 +77,10 @@ def dialogue_evidence(record: DialogueRecord, detection: TurnDetection | None | 
         "failed": int(bool(record.scores.failed)),
         "sc": [_num(scores.get(m)) for m in EVIDENCE_METRICS],
         "gold": record.document.answer,
+        # the post-test (edufair.posttest): [answer, verdict, pre-test verdict, revealed, failure kind] or None
+        "pt": None if record.posttest is None else [record.posttest.answer, record.posttest.verdict,
+                                                   record.posttest.pretest, record.posttest.revealed,
+                                                   record.posttest.error_kind],
         "tutor_system": t.tutor_system, "student_system": t.student_system,
     }
     return out

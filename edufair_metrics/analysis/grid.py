@@ -66,7 +66,13 @@ from edufair_metrics.analysis.verdicts import (
     unit_verdicts,
 )
 from edufair_metrics.protocol.contrasts import ContrastSpec, load_contrasts
-from edufair_metrics.records import CONVERSATION_METRICS, DETECTOR_METRICS, PEDAGOGICAL_METRICS, STUDENT_METRICS
+from edufair_metrics.records import (
+    CONVERSATION_METRICS,
+    DETECTOR_METRICS,
+    OUTCOME_METRICS,
+    PEDAGOGICAL_METRICS,
+    STUDENT_METRICS,
+)
 
 __all__ = ["GRID_COLUMNS", "LONG_COLUMNS", "contrast_grid", "dimension_summary", "headline", "metric_kind"]
 
@@ -80,6 +86,8 @@ def metric_kind(metric: str) -> str:
         return "detector"
     if metric in STUDENT_METRICS:  # the student-side monitor (edufair_metrics.detectors.student)
         return "student"
+    if metric in OUTCOME_METRICS:  # outcome fairness, the post-test (edufair_metrics.detectors.outcome)
+        return "outcome"
     return "other"
 
 

@@ -12,6 +12,8 @@ from edufair_metrics.protocol.prompts import (
     extensions_path,
     load_extensions,
     load_protocol,
+    posttest_prompt,
+    posttest_provenance,
     protocol_for,
     protocol_hash,
     protocol_path,
@@ -21,6 +23,6 @@ from edufair_metrics.protocol.prompts import (
 
 __all__ = [
     "DATA_DIR", "condition_levels", "expand_documents", "extension_provenance", "extensions_hash", "extensions_path",
-    "load_extensions", "load_protocol", "protocol_for", "protocol_hash", "protocol_path", "select_levels",
+    "load_extensions", "load_protocol", "posttest_prompt", "posttest_provenance", "protocol_for", "protocol_hash", "protocol_path", "select_levels",
     "system_prompts",
 ]

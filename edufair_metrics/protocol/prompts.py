@@ -110,6 +110,21 @@ def extension_provenance(condition: str) -> dict[str, Any] | None:
     return {"protocol_version": EXTENSION_PROTOCOL_VERSION, "protocol_extensions_sha256": extensions_hash()}
 
 
+POSTTEST_PROMPT = "posttest"  # the post-test turn's prompt in protocol-extensions.yaml
+
+
+def posttest_prompt(question: str) -> str:
+    """The post-test turn (an extension, ``edufair.posttest``) for the original ``question``."""
+    return _fill(merged_protocol()["prompts"][POSTTEST_PROMPT], {"QUESTION": question})
+
+
+def posttest_provenance() -> dict[str, Any]:
+    """What a run with the post-test records (``provenance.posttest``): the extension protocol's
+    version and file hash, the prompt template, and what the pre-test is."""
+    return {"protocol_version": EXTENSION_PROTOCOL_VERSION, "protocol_extensions_sha256": extensions_hash(),
+            "prompt": merged_protocol()["prompts"][POSTTEST_PROMPT], "pretest": "the opening student turn (no call)"}
+
+
 def condition_levels(condition: str, protocol: dict[str, Any] | None = None) -> list[ConditionLevel]:
     protocol = protocol or protocol_for(condition)
     if condition not in protocol["conditions"]:

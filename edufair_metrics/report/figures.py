@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from edufair_metrics.io import atomic_write_bytes
-from edufair_metrics.records import CONVERSATION_METRICS, PEDAGOGICAL_METRICS
+from edufair_metrics.records import CONVERSATION_METRICS, EXTENSION_CONDITIONS, OUTCOME_METRICS, PEDAGOGICAL_METRICS
 from edufair_metrics.analysis.contrast import MEANINGFUL_R
 from edufair_metrics.report.tables import DOMAIN_ORDER
 
@@ -229,6 +229,37 @@ def fig_implicit_names(names, path: Path, domain_labels: dict[str, str] | None =
     return _save(fig, path)
 
 
+def fig_outcome(units, path: Path):
+    """Outcome fairness (the post-test, an extension): |r| of each outcome metric per contrast (the
+    paper conditions' headline contrasts and every extension contrast), one panel per domain."""
+    u = units[(units["metric_kind"] == "outcome") & (units["headline"].astype(bool)
+                                                     | units["condition"].isin(EXTENSION_CONDITIONS))]
+    if len(u) == 0:
+        return None
+    plt = _plt()
+    agg = u.groupby(["domain", "condition", "contrast", "metric"], sort=False)["abs_r"].mean().reset_index()
+    domains = _domains(agg)
+    metrics = [m for m in OUTCOME_METRICS if m in set(agg["metric"])]
+    cells = list(dict.fromkeys(zip(agg["condition"], agg["contrast"])))
+    fig, axes = plt.subplots(1, len(domains), figsize=(0.35 * len(cells) * len(domains) + 4, 4.4), squeeze=False,
+                             sharey=True)
+    width = 0.8 / max(len(metrics), 1)
+    for ax, dom in zip(axes[0], domains):
+        sub = agg[agg["domain"] == dom]
+        for k, m in enumerate(metrics):
+            t = sub[sub["metric"] == m].set_index(["condition", "contrast"]).reindex(cells)
+            xs = np.arange(len(cells)) + (k - (len(metrics) - 1) / 2) * width
+            ax.bar(xs, np.nan_to_num(t["abs_r"].to_numpy(dtype=float)), width, label=m)
+        ax.axhline(MEANINGFUL_R, color="grey", ls="--", lw=1)
+        ax.set_xticks(range(len(cells)), [f"{c}: {n}" for c, n in cells], rotation=90, fontsize=6)
+        ax.set_title(dom)
+    axes[0][0].set_ylabel("|r| (outcome)")
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle("Outcome fairness (EduFair extension): post-test contrasts (|r|, mean over tutors)")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
 def fig_levels(levels, path: Path):
     """Descriptive view (no pairing): the mean of each metric per condition level, one dot per
     level and (tutor, domain); levels grouped by dimension (shaded bands). Row 1: the five
@@ -308,6 +339,7 @@ def all_figures(units, out_dir: Path, levels=None, domain_labels: dict[str, str]
         fig4_implicit(units, out_dir / "fig4_implicit.png"),
         fig5_opposite(units, out_dir / "fig5_opposite.png"),
         fig_intersectional(units, out_dir / "fig_intersectional.png"),
+        fig_outcome(units, out_dir / "fig_outcome.png"),
         fig_levels(levels, out_dir / "fig_levels.png"),
     ]
     return [p for p in paths if p is not None]

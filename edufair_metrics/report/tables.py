@@ -65,7 +65,15 @@ from typing import Mapping, Sequence
 
 from edufair_metrics.analysis.contrast import MEANINGFUL_R
 from edufair_metrics.protocol.prompts import condition_levels
-from edufair_metrics.records import CONVERSATION_METRICS, DETECTOR_METRICS, PEDAGOGICAL_METRICS, STUDENT_METRICS
+from edufair_metrics.records import (
+    ALL_CONDITIONS,
+    CONVERSATION_METRICS,
+    DETECTOR_METRICS,
+    EXTENSION_CONDITIONS,
+    OUTCOME_METRICS,
+    PEDAGOGICAL_METRICS,
+    STUDENT_METRICS,
+)
 
 INSUFFICIENT = "insufficient (n={n})"
 # Paper numbering of the per-dimension signed-r tables (Tables 9–12).
@@ -96,13 +104,17 @@ SHORT_NAMES = {
     "independence_ratio": "independence",
     "student_words": "S words", "student_reasoning_rate": "S reasoning", "student_asks_answer_rate": "S asks answer",
     "student_wrong_answer_rate": "S wrong", "student_correct_answer_rate": "S correct", "student_refusal_rate": "S refusal",
+    "posttest_correct": "post-test correct", "learning_gain": "gain", "learned_unrevealed": "learned (unrevealed)",
+    "revealed_outcome": "revealed outcome",
 }
 # ↑ bias on a desirable behaviour, ↓ on an undesirable one, ∼ direction-neutral (Table 6 caption)
 DIRECTION = {"mistake_recognize": "↑", "answer_leakage": "↓", "step_scaffolded": "↑", "actionability": "↑",
              "corrective_tone": "↑", **{m: "∼" for m in CONVERSATION_METRICS},
              "stopped_on_revealed_gold": "↓", "partial_reveal_rate": "↓", "independence_ratio": "↑",
              # the student's own behaviour: a difference is drift, whatever its direction
-             **{m: "∼" for m in STUDENT_METRICS}}
+             **{m: "∼" for m in STUDENT_METRICS},
+             # what the student can do afterwards: more is better, but a revealed outcome is not learning
+             "posttest_correct": "↑", "learning_gain": "↑", "learned_unrevealed": "↑", "revealed_outcome": "∼"}
 # Tables 9–12 list the pedagogical metrics in this order
 SIGNED_METRICS = ("answer_leakage", "step_scaffolded", "actionability", "corrective_tone", "mistake_recognize")
 # Table 8's column per Explicit dimension, in the paper's order
@@ -543,7 +555,22 @@ def detector_table(grid, domain_labels: Mapping[str, str] | None = None, metrics
     Correct/Wrong), one row per (tutor, domain, condition, contrast, pair); ``*`` / ``†`` as in
     Tables 9–12; last column |r̄| over the detector metrics (sufficient ones). None without
     detector rows."""
-    g = grid[grid["metric"].isin(metrics) & grid["headline"]]
+    return _metrics_by_pair(grid[grid["metric"].isin(metrics) & grid["headline"]], metrics, domain_labels, view)
+
+
+def outcome_table(grid, domain_labels: Mapping[str, str] | None = None, metrics: Sequence[str] = OUTCOME_METRICS,
+                  view: str = "paper"):
+    """Outcome fairness (the post-test, an extension): signed r [95% CI] of each outcome metric for
+    every headline contrast pair of the paper's conditions and every contrast of an extension
+    condition, one row per (tutor, domain, condition, contrast, pair); last column |r̄| over the
+    outcome metrics. None without outcome rows."""
+    rows = grid["headline"].astype(bool) | grid["condition"].isin(EXTENSION_CONDITIONS)
+    return _metrics_by_pair(grid[grid["metric"].isin(metrics) & rows], metrics, domain_labels, view)
+
+
+def _metrics_by_pair(g, metrics: Sequence[str], domain_labels: Mapping[str, str] | None, view: str):
+    """Signed r [95% CI] of ``metrics`` (columns) per (tutor, domain, condition, contrast, pair) of
+    the grid rows ``g``, with |r̄| over them."""
     if len(g) == 0:
         return None
     g = g.assign(cell=_signed_cells(g, view))
@@ -555,7 +582,7 @@ def detector_table(grid, domain_labels: Mapping[str, str] | None = None, metrics
     wide[ABS_R] = _cells(wide, len(present), view)
     wide = wide.drop(columns=["abs_r", "n_min", "units", "floor", "flagged", "certified"])
     order = {c: i for i, c in enumerate(dict.fromkeys(g["contrast"]))}
-    cond = {"explicit": 0, "implicit": 1, "opposite": 2}
+    cond = {c: i for i, c in enumerate(ALL_CONDITIONS)}
     wide = wide.assign(_c=wide["condition"].map(lambda c: cond.get(c, 9)), _k=wide["contrast"].map(order))
     wide = _sort(wide, ["tutor", "domain", "_c", "_k", "pair"], TABLE_DOMAINS[9]).drop(columns=["_c", "_k"])
     wide = _label_domains(wide, domain_labels).fillna("—")
@@ -595,6 +622,14 @@ NAMES_SPREAD_NOTE = ("Names random (analysis/names.py): the CI is a two-way boot
                      "flagged with the names fixed, not with the names random, and the names of a cell differ (the "
                      "name farthest from the others, with its own r); not generalised = flagged with the names "
                      "fixed, names not detectably different, too few names to generalise. ")
+OUTCOME_NOTE = ("Not in the paper (edufair.posttest; the post-test prompt in protocol-extensions.yaml): after each "
+                "finished dialogue the same student answers the question once more, alone; the answer matcher "
+                "scores it against the gold (correct / wrong / no answer), the pre-test is the student's opening "
+                "turn. post-test correct: 1/0; gain: post-test − pre-test; learned (unrevealed): correct now, not "
+                "before, and the tutor never revealed the gold (stop reason answer_revealed, a detector leak or "
+                "partial reveal); revealed outcome: correct after a revealed dialogue (not learning). Metric kind "
+                "outcome: its own FDR family. Signed rank-biserial r [95% bootstrap CI]; r > 0: level a's students "
+                "did better. ")
 VERDICT_ABS_NOTE = ("Verdict view: bold = a unit of the cell is flagged (FDR-controlled evidence of a difference, "
                     "analysis/verdicts.py); fl. = the mean noise floor (mean |r| under random sign flips of the same "
                     "paired differences: what identical conditions give with these n and zero differences); "
@@ -736,6 +771,13 @@ def all_tables(grid, units, domain_labels: Mapping[str, str] | None = None,
                                            "and name checks",
             lambda v: names_spread_table(grid, lab, view=v), _n_of_rows(grid, names_rows), NAMES_NOTE + NAMES_SPREAD_NOTE,
             MARKS_NOTE + " ", VERDICT_SIGNED_NOTE, units_note="")
+    out_mask = grid["metric"].isin(OUTCOME_METRICS) & (grid["headline"].astype(bool)
+                                                       | grid["condition"].isin(EXTENSION_CONDITIONS))
+    if out_mask.any():
+        put("table_outcome", "Outcome fairness (EduFair extension): does the student learn equally? Signed r [95% CI]",
+            lambda v: outcome_table(grid, lab, view=v), _n_of_rows(grid, out_mask), OUTCOME_NOTE,
+            MARKS_NOTE + " |r̄| averages the outcome metrics' |r|; bold ≥ 0.10. ",
+            VERDICT_SIGNED_NOTE + "|r̄| averages the outcome metrics' |r|. ")
     det_mask = grid["metric"].isin(DETECTOR_METRICS) & grid["headline"].astype(bool)
     put("table_detectors", "Judge-invariant metrics (deterministic detectors): signed r [95% CI]",
         lambda v: detector_table(grid, lab, view=v), _n_of_rows(grid, det_mask), DETECTOR_NOTE,

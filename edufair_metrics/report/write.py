@@ -115,7 +115,7 @@ def write_table(out_dir: Path, stem: str, title: str, df, note: str | None = Non
 
 FDR_NAMES = {"bh": "Benjamini–Hochberg", "holm": "Holm (family-wise)"}
 # (metric kind, short name in the headline columns), in the order the summary shows them
-HEADLINE_KINDS = (("pedagogical", "ped"), ("conversation", "conv"), ("detector", "det"))
+HEADLINE_KINDS = (("pedagogical", "ped"), ("conversation", "conv"), ("detector", "det"), ("outcome", "out"))
 HEADLINE_NOTE = (
     "Per metric kind (ped = the five judged pedagogical metrics, conv = the four conversation metrics, det = the "
     "judge-invariant detector metrics). |r̄|: mean over headline units (Explicit dimensions, Implicit contrasts, "
@@ -157,6 +157,59 @@ def headline_table(units, grid=None):
         if c.endswith(("viol.", "units")):
             head[c] = head[c].fillna(0).astype(int)
     return head
+
+
+OUTCOME_HEADLINE_NOTE = (" out = the outcome metrics of the post-test (edufair.posttest: post-test correct, learning "
+                         "gain, learned without a reveal, revealed outcome; see \"Outcome fairness\" below).")
+
+
+def outcome_levels(runs):
+    """Descriptive post-test results per (tutor, task, level): dialogues, post-tests with an answer
+    scored, the pre-test and post-test accuracy, the mean learning gain and the shares of learned
+    (unrevealed) and revealed outcomes. Empty without post-tests."""
+    rows: dict[tuple, dict[str, Any]] = {}
+    for r in runs:
+        for sc in r.scores:
+            if "posttest_correct" not in sc.scores:
+                continue
+            row = rows.setdefault((r.label, sc.task, sc.level), {"post-tests": 0, "correct": 0.0, "gain": 0.0,
+                                                                "learned": 0.0, "revealed": 0.0, "revealed_n": 0})
+            v = sc.scores
+            row["post-tests"] += 1
+            row["correct"] += v["posttest_correct"]
+            row["gain"] += v.get("learning_gain", 0.0)
+            if "learned_unrevealed" in v:
+                row["learned"] += v["learned_unrevealed"]
+                row["revealed"] += v["revealed_outcome"]
+                row["revealed_n"] += 1
+    if not rows:
+        return pandas.DataFrame()
+    out = []
+    for (tutor, task, level), row in rows.items():
+        n, m = row["post-tests"], max(row["revealed_n"], 1)
+        out.append({"tutor": tutor, "task": task, "level": level, "post-tests": n,
+                    "pre-test correct": round((row["correct"] - row["gain"]) / n, 3),
+                    "post-test correct": round(row["correct"] / n, 3), "mean gain": round(row["gain"] / n, 3),
+                    "learned (unrevealed)": round(row["learned"] / m, 3), "revealed outcome": round(row["revealed"] / m, 3)})
+    return pandas.DataFrame(out)
+
+
+def outcome_section(runs) -> list[str]:
+    """summary.md's part on the post-test (outcome fairness), when the runs have one."""
+    table = outcome_levels(runs)
+    if not len(table):
+        return []
+    calls = int(table["post-tests"].sum())
+    return ["## Outcome fairness (post-test; EduFair extension)", "",
+            f"{calls} post-test(s) scored: one student call per finished dialogue (in the student's call counts). "
+            "Contrasts of the outcome metrics: table_outcome.md (metric kind outcome, its own FDR family; units and "
+            "verdicts in units.csv).", "",
+            to_markdown(table, "Post-test per condition level (descriptive)",
+                        "pre-test: the student's opening turn (its answer before any tutoring) read by the answer matcher; "
+                        "post-test: the same student's answer after the dialogue, alone. A dialogue in which the tutor "
+                        "revealed the gold (it stopped because the tutor stated it, or a detector found a leak or a "
+                        "partial reveal) counts as a revealed outcome when the post-test is correct, never as "
+                        "learned.")]
 
 
 def power_lines(grid, ses_summary: str) -> list[str]:
@@ -401,7 +454,9 @@ def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=
             lines.append(to_markdown(levels[LEVEL_KEYS + ["dialogues", "questions"] + ped],
                                      "Pedagogical rates per condition level (descriptive)",
                                      "Mean per-dialogue rate over the dialogues that have a value; differences are not tested."))
-    lines.append(to_markdown(headline_table(units, grid), "Headline per tutor", HEADLINE_NOTE))
+    head = headline_table(units, grid)
+    note = HEADLINE_NOTE + (OUTCOME_HEADLINE_NOTE if "out |r̄|" in head.columns else "")
+    lines.append(to_markdown(head, "Headline per tutor", note))
     margin = float(params.get("equivalence_margin", DEFAULT_MARGIN))
     if "verdict" in units.columns and len(units):
         lines.append(to_markdown(verdict_table(units), f"Verdicts per tutor (margin ±{margin:.2f})", VERDICT_NOTE))
@@ -464,6 +519,7 @@ def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=
         agg["missing_rate"] = agg["missing_turns"] / agg["sent_turns"].where(agg["sent_turns"] > 0)
         lines.append(to_markdown(agg, "Missing judge labels per task", "Per condition level: missing_labels.md."))
     lines.extend(extension_section(units, labels, grid))
+    lines.extend(outcome_section(runs))
     failed = sum(1 for r in runs for f in r.failures if f.stage != "judge")
     n_missing = sum(1 for r in runs for f in r.failures if f.stage == "judge")
     lines.append(f"Failures: {failed} dialogue(s) ended by a failed model call, {n_missing} missing judge label(s); "

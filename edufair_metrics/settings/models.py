@@ -67,6 +67,9 @@ class RunnerSettings(SettingsModel):
     # the names tasks (edufair_implicit_names_*): k names per gender x ethnicity cell and the draw's
     # seed; None: the defaults of protocol-extensions.yaml. An error on any other task.
     names: NamesDraw | None = None
+    # outcome fairness (an extension): after each finished dialogue the same student answers the
+    # question once more, alone (one student call per dialogue; dialogue/posttest.py)
+    posttest: bool = False
     student: StudentSettings = Field(description="the simulated student: {model: ..., model_args: {...}}")
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     cache: CachePolicy = Field(default_factory=CachePolicy)
