@@ -11,7 +11,7 @@ the arguments that determine its answers, ``cache.model_identity``) must equal t
 the post-test scored into the outcome metrics, ``provenance.posttest`` added) and written, in
 lm-eval's layout, as a run folder per input model folder, so that every command reads it:
 
-    OUT/<model folder>/samples_<task>_<ts>.jsonl   the same lines, ``edufair_record`` replaced
+    OUT/<model folder>/samples_<task>_<ts>.jsonl   the same lines, the record (``records.RECORD_KEY``) replaced
     OUT/<model folder>/results_<ts>.json           the run's results file (or a minimal one), its
                                                    student call counts plus the post-test's
     OUT/posttest_summary.json                      the student, counts, post-tests by verdict
@@ -33,7 +33,7 @@ from edufair_metrics.errors import EduFairError, Interrupted
 from edufair_metrics.failures import sum_call_counts
 from edufair_metrics.io import atomic_write_json, atomic_write_jsonl, iter_jsonl, read_json
 from edufair_metrics.protocol import posttest_prompt, posttest_provenance
-from edufair_metrics.records import ALL_METRICS, OUTCOME_METRICS, RECORD_KEY, DialogueRecord
+from edufair_metrics.records import ALL_METRICS, LEGACY_RECORD_KEYS, OUTCOME_METRICS, RECORD_KEY, DialogueRecord, record_in_line
 from edufair_metrics.runlog.build import build_record
 from edufair_metrics.runlog.layout import CALL_COUNTS_KEY, RESULTS_RE, SAMPLES_RE, find_samples
 
@@ -101,9 +101,9 @@ def posttest_samples(inputs: list[str], out_dir: Path, *, student: ChatModel, id
     for f in files:
         rows = []
         for lineno, obj in iter_jsonl(f):
-            rec = obj.get(RECORD_KEY) if isinstance(obj, dict) else None
+            rec = record_in_line(obj)
             if not isinstance(rec, dict) or not isinstance(rec.get("transcript"), dict):
-                raise EduFairError(f"{f}:{lineno}: no edufair_record.transcript in this line")
+                raise EduFairError(f"{f}:{lineno}: no EduFair record with a transcript in this line (field {RECORD_KEY})")
             try:
                 records.append((f"{f}:{lineno}", DialogueRecord.from_dict(rec, doc=obj.get("doc"))))
             except (TypeError, ValueError, KeyError) as exc:
@@ -136,7 +136,7 @@ def posttest_samples(inputs: list[str], out_dir: Path, *, student: ChatModel, id
         new_rows = []
         for obj in rows:
             record = next(it)
-            new = dict(obj)
+            new = {k: v for k, v in obj.items() if k not in LEGACY_RECORD_KEYS}  # one copy, under today's key
             new[RECORD_KEY] = record.to_dict()
             for metric in ALL_METRICS + OUTCOME_METRICS:  # per-metric values lm-eval logged beside the record
                 if metric in new:
