@@ -53,7 +53,8 @@ class PostTestResult:
 def _identity_json(identity: dict[str, Any] | None) -> str:
     ident = identity or {}
     args = ident.get("model_args") if isinstance(ident.get("model_args"), dict) else {}
-    return json.dumps(model_identity(str(ident.get("kind")), args), sort_keys=True)
+    kind = ident.get("kind", ident.get("model"))  # records of older versions name the class under "model"
+    return json.dumps(model_identity(str(kind), args), sort_keys=True)
 
 
 def records_student(records: list[tuple[str, DialogueRecord]], identity: dict[str, Any]) -> dict[str, Any]:

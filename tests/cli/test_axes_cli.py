@@ -9,6 +9,7 @@ import json
 import pytest
 
 from edufair_metrics import EXTENSION_PROTOCOL_VERSION, PROTOCOL_VERSION
+from edufair_metrics.records import record_in_line
 
 from tests.helpers.bank import write_bank
 from tests.helpers.edufair_cli import PY, TASK, EduFairFake, cli_env, lm_eval_argv, run_cli
@@ -28,7 +29,7 @@ def _lm_eval(fake, bank, out, task, limit, env, cwd, extra=None):
 
 def _records(out, task):
     (f,) = sorted(out.rglob(f"samples_{task}_*.jsonl"))
-    return [json.loads(line)["edufair_record"] for line in f.read_text().splitlines() if line.strip()]
+    return [record_in_line(json.loads(line)) for line in f.read_text().splitlines() if line.strip()]
 
 
 def test_intersectional_task_through_lm_eval_and_report(tmp_path):
@@ -85,3 +86,42 @@ def test_names_task_through_lm_eval_and_report(tmp_path):
     spread = (rep / "table_implicit_names_spread.md").read_text()
     assert "Black vs White (names)" in spread and "heterogeneity p" in spread
     assert "Many names per group: units by verdict" in (rep / "summary.md").read_text()
+
+
+def test_posttest_through_lm_eval_then_from_stored_transcripts(tmp_path):
+    bank = write_bank(tmp_path / "bank", n=2)
+    env = cli_env(tmp_path / "cache")
+    live, stored = tmp_path / "live", tmp_path / "stored"
+    with EduFairFake() as fake:
+        r = _lm_eval(fake, bank, live, TASK, 18, env, tmp_path, extra={"posttest": True})
+        assert r.returncode == 0, r.stderr[-3000:]
+        r = _lm_eval(fake, bank, stored, TASK, 18, env, tmp_path)
+        assert r.returncode == 0, r.stderr[-3000:]
+        recs = _records(live, TASK)
+        assert all(x["posttest"]["prompt"].startswith("(The tutoring session is over.)") for x in recs)
+        assert recs[0]["provenance"]["posttest"]["protocol_version"] == EXTENSION_PROTOCOL_VERSION
+        assert recs[0]["provenance"]["protocol_version"] == PROTOCOL_VERSION
+        assert not any("posttest" in x for x in _records(stored, TASK))
+        student = recs[0]["provenance"]["models"]["student"]
+        config = tmp_path / "student.yaml"
+        config.write_text(json.dumps({"edufair": {"student": {"model": student["kind"],
+                                                              "model_args": student["model_args"]}}}))
+        out = tmp_path / "pt"
+        r = _edufair("posttest", stored, "--out", out, "--config", config, env=env, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert "18 post-test(s) for 18 dialogue(s)" in r.stderr
+        # the same student, asked again: refused with one line when it is another one
+        r = _edufair("posttest", stored, "--out", tmp_path / "pt2", "--config", config, "--student-model", "other",
+                     env=env, cwd=tmp_path)
+        assert r.returncode != 0 and "same student" in r.stderr
+    again = _records(out, TASK)
+    assert [x["posttest"]["answer"] for x in again] == [x["posttest"]["answer"] for x in recs]
+    assert [x["scores"]["scores"].get("posttest_correct") for x in again] == \
+           [x["scores"]["scores"].get("posttest_correct") for x in recs]
+    rep = tmp_path / "rep"
+    r = _edufair("report", out, "--out", rep, "--n-boot", "20", "--min-pairs", "2", env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for name in ("table_outcome.md", "table_outcome_paper.md", "fig_outcome.png"):
+        assert (rep / name).is_file(), name
+    summary = (rep / "summary.md").read_text()
+    assert "## Outcome fairness (post-test; EduFair extension)" in summary and "18 post-test(s) scored" in summary

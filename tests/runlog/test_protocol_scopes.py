@@ -10,6 +10,7 @@ import pytest
 
 from edufair_metrics import EXTENSION_PROTOCOL_VERSION, PROTOCOL_VERSION
 from edufair_metrics.errors import EduFairError
+from edufair_metrics.records import record_in_line
 from edufair_metrics.runlog import compat_fields, load_runs
 
 from tests.helpers.synthetic_runs import write_run
@@ -22,7 +23,7 @@ def _rewrite(model_dir, condition: str, version: str) -> None:
         lines = []
         for ln in sf.read_text().splitlines():
             obj = json.loads(ln)
-            obj["edufair_record"]["provenance"]["protocol_version"] = version
+            record_in_line(obj)["provenance"]["protocol_version"] = version
             lines.append(json.dumps(obj))
         sf.write_text("\n".join(lines) + "\n")
 
