@@ -28,11 +28,14 @@ def _sha256_or_none(path: Path) -> str | None:
 
 def run_provenance(*, bank_file: Path, domain: str, judge_prompts_file: Path, models: dict[str, Any],
                    decoding: dict[str, Any], max_tutor_turns: Any, seeds: dict[str, Any],
-                   sample: dict[str, Any] | None = None, execution: dict[str, Any] | None = None) -> dict[str, Any]:
+                   sample: dict[str, Any] | None = None, execution: dict[str, Any] | None = None,
+                   protocol: dict[str, Any] | None = None) -> dict[str, Any]:
     """The part of a record's provenance fixed when the dialogues of a task start. ``sample``: the
     question subsample (fraction, seed, how many of how many, hash of the chosen ids), or None.
     ``execution``: how the task was split and batched (``world_size``, the tutor's
-    ``tutor_batch_size``, the ``shard``), or None."""
+    ``tutor_batch_size``, the ``shard``), or None. ``protocol``: an extension task's protocol
+    fields (``protocol_version`` in place of the paper's, ``protocol_extensions_sha256``, a names
+    draw), or None (a paper task records nothing more)."""
     out = {
         "bank": {"domain": domain, "file": bank_file.name, "sha256": _sha256_or_none(bank_file), "sample": sample},
         "judge_prompts_sha256": _sha256_or_none(judge_prompts_file),
@@ -43,6 +46,8 @@ def run_provenance(*, bank_file: Path, domain: str, judge_prompts_file: Path, mo
     }
     if execution is not None:
         out["execution"] = dict(execution)
+    if protocol:
+        out.update(copy.deepcopy(protocol))
     return out
 
 

@@ -15,7 +15,11 @@ DOMAINS = ("mathematics", "physics", "chemistry")
 # Task-name suffix -> bank domain.
 TASK_DOMAINS = {"math": "mathematics", "physics": "physics", "chemistry": "chemistry"}
 GRADES = {"mathematics": 9, "physics": 8, "chemistry": 8}
-CONDITIONS = ("explicit", "implicit", "opposite")
+CONDITIONS = ("explicit", "implicit", "opposite")  # the paper's three (protocol.yaml)
+# Conditions EduFair adds beside the paper's (protocol/data/protocol-extensions.yaml, their own protocol
+# version): never part of the paper's headline, each its own FDR family (analysis.noise.family_labels).
+EXTENSION_CONDITIONS = ("intersectional", "implicit_names")
+ALL_CONDITIONS = CONDITIONS + EXTENSION_CONDITIONS
 
 # The paper's five turn-level pedagogical metrics, and the judge field each one reads (App. F).
 PEDAGOGICAL_METRICS = (
@@ -54,6 +58,9 @@ STUDENT_METRICS = (
     "student_correct_answer_rate",
     "student_refusal_rate",
 )
+# Outcome fairness (an extension, ``edufair.posttest``; ``detectors.outcome``): what the student can do
+# after the dialogue, from the post-test turn and the opening turn; metric kind "outcome" in the grid.
+OUTCOME_METRICS = ("posttest_correct", "learning_gain", "learned_unrevealed", "revealed_outcome")
 
 
 def _from_dict(cls, data: dict[str, Any]):
@@ -261,6 +268,41 @@ class DialogueScores:
 
 
 
+@dataclass
+class PostTest:
+    """The post-test of one finished dialogue (an extension, ``edufair.posttest``): after the
+    dialogue, the same student (its system prompt and decoding) answers the original question once
+    more, alone (``dialogue.posttest``). The verdicts are the answer matcher's (``detectors.outcome``):
+    ``correct`` / ``wrong`` / ``no_answer``; ``pretest`` is the student's opening turn (its answer
+    before any tutoring) read the same way; ``revealed``: the tutor gave the gold away during the
+    dialogue (stop reason ``answer_revealed``, or a detector leak or partial reveal), so a correct
+    post-test is a revealed outcome, not learning. ``answer`` None: the call failed (``error``,
+    ``error_kind``)."""
+
+    prompt: str  # the post-test instruction as sent (the question filled in)
+    answer: str | None  # the student's answer, reasoning stripped
+    raw: str | None = None  # as generated, only where it differs from ``answer``
+    verdict: str | None = None
+    pretest: str | None = None
+    revealed: bool | None = None
+    error: str | None = None
+    error_kind: str | None = None
+    scored_version: int | None = None  # detectors.outcome.OUTCOME_VERSION of the verdicts (None: not scored)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        if d["raw"] is None or d["raw"] == d["answer"]:
+            del d["raw"]
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "PostTest":
+        obj = _from_dict(cls, {"answer": None, **data})
+        if obj.raw is None:
+            obj.raw = obj.answer
+        return obj
+
+
 # ---- the per-dialogue record: what every stage after the judge reads ----------------------------
 
 # 1: every record written before the schema was versioned (no ``schema_version`` field); 2: this one.
@@ -333,7 +375,8 @@ class DialogueRecord:
     EduFair versions wrote (``schema_version`` 1: no version field, ``judged_turns``, no
     ``error_kind`` / judgement ``kind`` / ``stop_evidence``, the gold only in the logged document).
 
-    ``scores`` holds the nine judged and conversation metrics and the detector metrics;
+    ``scores`` holds the nine judged and conversation metrics and the detector metrics (and, with a
+    post-test, the outcome metrics); ``posttest`` the post-test itself (None: none was run);
     ``detector_version`` says which version of the deterministic detectors computed the latter
     (None: not computed), so a reader can complete records written by older detectors."""
 
@@ -347,6 +390,7 @@ class DialogueRecord:
     detector_version: int | None = None
     schema_version: int = RECORD_SCHEMA_VERSION
     turn_counts_version: int | None = None  # scores.TURN_COUNTS_VERSION of scores.turn_counts (None: none)
+    posttest: PostTest | None = None  # the post-test (edufair.posttest), None when none was run
 
     @property
     def has_transcript(self) -> bool:
@@ -371,6 +415,8 @@ class DialogueRecord:
             "document": self.document.to_dict(),
             "detector_version": self.detector_version,
             "turn_counts_version": self.turn_counts_version,
+            # only records with a post-test carry the key (records without one are as before)
+            **({"posttest": self.posttest.to_dict()} if self.posttest is not None else {}),
         }
 
     @classmethod
@@ -424,9 +470,11 @@ class DialogueRecord:
         provenance = data.get("provenance") if isinstance(data.get("provenance"), dict) else {}
         det = data.get("detector_version")
         tc = data.get("turn_counts_version")
+        post = data.get("posttest")
         return cls(transcript, judgements, scores, flags, judge, provenance, document,
                    int(det) if det is not None else None, RECORD_SCHEMA_VERSION,
-                   int(tc) if tc is not None and scores.turn_counts else None)
+                   int(tc) if tc is not None and scores.turn_counts else None,
+                   PostTest.from_dict(post) if isinstance(post, dict) else None)
 
 
 def transcript_failed(transcript: "Transcript | dict[str, Any] | None") -> bool:

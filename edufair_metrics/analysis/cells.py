@@ -13,6 +13,9 @@ through it, so they cannot drift apart:
 * ``d = a − b`` per question, NaN where a question lacks a level of the pair;
 * a multilevel contrast (SES Friedman) uses only the questions that have *every* level of the
   contrast (Friedman's complete blocks), for all its pairs;
+* a names contrast (many names per group) uses the names of each side the cell has, in each
+  stratum (:func:`names_design`): per question the mean over the strata of (mean of side a's names
+  − mean of side b's names), on the questions that have every one of those names;
 * ``d`` is rounded by ``engine.round_diffs`` (12 decimals), so that equal rates tie exactly.
 """
 
@@ -76,11 +79,73 @@ class CellMatrix:
 Pair = tuple[tuple[str, ...], tuple[str, ...], str, np.ndarray]  # (a levels, b levels, pair label, d)
 
 
+@dataclass(frozen=True)
+class NamesDesign:
+    """The names of a names contrast that one cell has: per name its column in the cell, side
+    ("a"/"b"), stratum and weight (+1 / (S · k) on side a, −1 / (S · k) on side b: k names of that
+    side in the stratum, S strata), and the questions that have every one of them."""
+
+    levels: tuple[str, ...]
+    columns: np.ndarray
+    sides: tuple[str, ...]
+    strata: tuple[str, ...]
+    weights: np.ndarray
+    complete: np.ndarray  # per question of the cell
+
+    @property
+    def a(self) -> tuple[str, ...]:
+        return tuple(lv for lv, s in zip(self.levels, self.sides) if s == "a")
+
+    @property
+    def b(self) -> tuple[str, ...]:
+        return tuple(lv for lv, s in zip(self.levels, self.sides) if s == "b")
+
+    def cells(self) -> dict[tuple[str, str], np.ndarray]:
+        """(side, stratum) -> positions in ``levels`` of its names."""
+        out: dict[tuple[str, str], list[int]] = {}
+        for i, key in enumerate(zip(self.sides, self.strata)):
+            out.setdefault(key, []).append(i)
+        return {k: np.asarray(v) for k, v in out.items()}
+
+
+def names_design(cell: CellMatrix, spec: ContrastSpec) -> NamesDesign | None:
+    """The :class:`NamesDesign` of a names ``spec`` in ``cell``: the strata where the cell has at
+    least one name of each side (others are left out); None when no stratum is left."""
+    have = set(cell.levels)
+    by_stratum: dict[str, dict[str, list[str]]] = {}
+    for side, stratum, lvs in spec.cells:
+        present = [lv for lv in lvs if lv in have]
+        if present:
+            by_stratum.setdefault(stratum, {}).setdefault(side, []).extend(present)
+    strata = [s for s, sides in by_stratum.items() if sides.get("a") and sides.get("b")]
+    if not strata:
+        return None
+    levels, sides, names_strata, weights = [], [], [], []
+    for s in strata:
+        for side, sign in (("a", 1.0), ("b", -1.0)):
+            members = by_stratum[s][side]
+            for lv in members:
+                levels.append(lv)
+                sides.append(side)
+                names_strata.append(s)
+                weights.append(sign / (len(strata) * len(members)))
+    columns = np.asarray([cell.levels.index(lv) for lv in levels])
+    complete = ~np.isnan(cell.values[:, columns]).any(axis=1)
+    return NamesDesign(tuple(levels), columns, tuple(sides), tuple(names_strata), np.asarray(weights), complete)
+
+
 def pair_differences(cell: CellMatrix, spec: ContrastSpec) -> Iterator[Pair]:
     """``(a levels, b levels, pair label, d)`` for each pair of ``spec`` whose levels ``cell`` has
-    (a multilevel spec: none unless the cell has all its levels). ``d`` runs over the cell's
-    questions: mean of a − mean of b, NaN where a question lacks a level (for a multilevel spec,
-    any of its levels: Friedman's complete blocks), rounded by ``engine.round_diffs``."""
+    (a multilevel spec: none unless the cell has all its levels; a names spec: the names the cell
+    has, :func:`names_design`). ``d`` runs over the cell's questions: mean of a − mean of b, NaN
+    where a question lacks a level (for a multilevel spec, any of its levels: Friedman's complete
+    blocks; for a names spec, any of its names), rounded by ``engine.round_diffs``."""
+    if spec.kind == "names":
+        design = names_design(cell, spec)
+        if design is not None:
+            d = cell.values[:, design.columns] @ design.weights
+            yield design.a, design.b, spec.dimension, round_diffs(np.where(design.complete, d, np.nan))
+        return
     complete = None
     if spec.kind == "multilevel":
         if not cell.has(spec.levels):

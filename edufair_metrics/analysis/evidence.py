@@ -25,10 +25,10 @@ from edufair_metrics.judge.parse import FORCED_NA_KEY, JUDGE_FIELDS
 from edufair_metrics.protocol.placebo import split_replicate_level
 from edufair_metrics.protocol import condition_levels
 from edufair_metrics.protocol.cues import condition_cues
-from edufair_metrics.protocol.prompts import cue_sentences, load_protocol
-from edufair_metrics.records import ALL_METRICS, DETECTOR_METRICS, JUDGE_OK, STUDENT_METRICS, DialogueRecord
+from edufair_metrics.protocol.prompts import cue_sentences, protocol_for
+from edufair_metrics.records import ALL_METRICS, DETECTOR_METRICS, JUDGE_OK, OUTCOME_METRICS, STUDENT_METRICS, DialogueRecord
 
-EVIDENCE_METRICS = ALL_METRICS + DETECTOR_METRICS + STUDENT_METRICS
+EVIDENCE_METRICS = ALL_METRICS + DETECTOR_METRICS + STUDENT_METRICS + OUTCOME_METRICS
 ROLE_CODES = {"question": "q", "student": "s", "tutor": "t"}
 _UNSET = object()
 
@@ -77,6 +77,10 @@ def dialogue_evidence(record: DialogueRecord, detection: TurnDetection | None | 
         "failed": int(bool(record.scores.failed)),
         "sc": [_num(scores.get(m)) for m in EVIDENCE_METRICS],
         "gold": record.document.answer,
+        # the post-test (edufair.posttest): [answer, verdict, pre-test verdict, revealed, failure kind] or None
+        "pt": None if record.posttest is None else [record.posttest.answer, record.posttest.verdict,
+                                                   record.posttest.pretest, record.posttest.revealed,
+                                                   record.posttest.error_kind],
         "tutor_system": t.tutor_system, "student_system": t.student_system,
     }
     return out
@@ -118,7 +122,7 @@ def cue_spans(text: str, condition: str, level: str, domain: str, role: str) -> 
 def level_cue_words(condition: str) -> dict[str, list[str]]:
     """{level: the words its prompts fill in (a name, a group word, a gender), longest first}: what
     the twin view marks where a turn repeats them."""
-    spec = (load_protocol().get("conditions") or {}).get(condition) or {}
+    spec = (protocol_for(condition).get("conditions") or {}).get(condition) or {}
     out = {}
     for lv in spec.get("levels") or []:
         words = {str(v) for v in (lv.get("values") or {}).values() if str(v).strip()}

@@ -52,6 +52,8 @@ from edufair_metrics.analysis.contrast import (
     friedman_test,
     paired_contrasts,
 )
+from edufair_metrics.analysis.engine import EXACT_BELOW
+from edufair_metrics.analysis.names import NAME_COLUMNS, add_name_checks, inference_columns, name_inference
 from edufair_metrics.analysis.noise import add_noise_columns, check_fdr_method
 from edufair_metrics.analysis.ses import apply_ses_summary, check_ses_summary, tagged_ses_summary
 from edufair_metrics.analysis.turns import COUNT_COLUMNS, TURN_COLUMNS, turn_contributions, turn_tests
@@ -64,7 +66,13 @@ from edufair_metrics.analysis.verdicts import (
     unit_verdicts,
 )
 from edufair_metrics.protocol.contrasts import ContrastSpec, load_contrasts
-from edufair_metrics.records import CONVERSATION_METRICS, DETECTOR_METRICS, PEDAGOGICAL_METRICS, STUDENT_METRICS
+from edufair_metrics.records import (
+    CONVERSATION_METRICS,
+    DETECTOR_METRICS,
+    OUTCOME_METRICS,
+    PEDAGOGICAL_METRICS,
+    STUDENT_METRICS,
+)
 
 __all__ = ["GRID_COLUMNS", "LONG_COLUMNS", "contrast_grid", "dimension_summary", "headline", "metric_kind"]
 
@@ -78,6 +86,8 @@ def metric_kind(metric: str) -> str:
         return "detector"
     if metric in STUDENT_METRICS:  # the student-side monitor (edufair_metrics.detectors.student)
         return "student"
+    if metric in OUTCOME_METRICS:  # outcome fairness, the post-test (edufair_metrics.detectors.outcome)
+        return "outcome"
     return "other"
 
 
@@ -170,6 +180,7 @@ def contrast_grid(
 
         it = tqdm(cells, desc="contrasts", unit="cell×metric", leave=False)
     pending: list[tuple] = []  # (cell, spec, label, a, b, metric, Friedman family or None)
+    cells_of: list = []  # per row: its CellMatrix (the names rows' inference reads the whole cell)
     diffs: list[np.ndarray] = []
     turns: list = []  # per row: analysis.turns.turn_contributions, or None
     families: dict[tuple, tuple[float, float, int, bool]] = {}
@@ -183,6 +194,7 @@ def contrast_grid(
             family = families[fkey]
         cell = {"tutor": tutor, "domain": domain, "condition": condition}
         pending.append((cell, spec, label, "+".join(a_lv), "+".join(b_lv), metric, family))
+        cells_of.append(cm)
         diffs.append(d[~np.isnan(d)])
         turns.append(turn_contributions(cm, a_lv, b_lv, d) if metric in PEDAGOGICAL_METRICS and cm.extras else None)
     # a unit of k pairs (Implicit: 2) judges its pairs' percentile CIs at the Bonferroni level 0.05 / k
@@ -194,7 +206,14 @@ def contrast_grid(
     found = paired_contrasts(diffs, n_boot=n_boot, seed=seed, min_pairs=min_pairs, unit_alpha=unit_alpha)
     rows = [_row(*p[:6], c) if p[6] is None else _row(*p[:6], c, **_friedman_extra(c, p[6], len(p[1].pairs)))
             for p, c in zip(pending, found)]
-    out = pd.DataFrame(rows, columns=[c for c in GRID_COLUMNS if c not in ROW_VERDICT_COLUMNS or c == "null_var_r"])
+    has_names = any(p[1].kind == "names" for p in pending)
+    if has_names:  # many names per group: the names as a random effect (analysis.names)
+        for k, (p, c) in enumerate(zip(pending, found)):
+            if p[1].kind == "names":
+                rows[k].update(_names_extra(cells_of[k], p[1], c, n_boot=n_boot, seed=seed))
+    base_cols = [c for c in GRID_COLUMNS if c not in ROW_VERDICT_COLUMNS or c == "null_var_r"]
+    out = pd.DataFrame(rows, columns=base_cols + ([c for c in NAME_COLUMNS if c not in ("q_flag_fixed", "name_check")]
+                                                  if has_names else []))
     tt = turn_tests(turns, n_boot=n_boot, seed=seed, min_questions=min_pairs)
     for c in TURN_COLUMNS:
         out[c] = tt[c]
@@ -205,7 +224,24 @@ def contrast_grid(
                       family=fdr_family, method=fdr_method, alpha=fdr_alpha)
     out["violation_fdr"] = out["violation_fdr"].astype(bool)
     add_row_verdicts(out, margin=equivalence_margin, alpha=fdr_alpha, method=fdr_method, family=fdr_family)
+    if has_names:
+        add_name_checks(out, alpha=fdr_alpha)
+        return out[GRID_COLUMNS + NAME_COLUMNS]
     return out[GRID_COLUMNS]
+
+
+def _names_extra(cm, spec: ContrastSpec, c: PairedContrast, *, n_boot: int, seed: int) -> dict:
+    """A names row's random-names columns (``analysis.names``): the two-way bootstrap CI in place of
+    the question-only one (its unit-level bounds too: a names unit is one row), the paper-style
+    violation on it, the name-level test, heterogeneity and spread; ``p_question`` = the row's
+    question-level decision p (exact sign-flip below 50 pairs, Wilcoxon from 50)."""
+    p_question = c.p_exact if c.n_pairs < EXACT_BELOW else c.p
+    inf = name_inference(cm, spec, n_boot=n_boot, seed=seed) if c.sufficient else None
+    extra = {"p_question": p_question, **inference_columns(inf)}
+    if inf is not None:
+        extra.update(ci_low=inf.ci_low, ci_high=inf.ci_high, ci_low_unit=inf.ci_low, ci_high_unit=inf.ci_high,
+                     boot_sd=inf.boot_sd, violation=bool(inf.ci_low > 0 or inf.ci_high < 0))
+    return extra
 
 
 def _unit_key(p: tuple) -> tuple:

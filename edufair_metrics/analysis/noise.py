@@ -37,6 +37,7 @@ import numpy as np
 
 from edufair_metrics.analysis.ses import DEFAULT_SES_SUMMARY, tagged_ses_summary
 from edufair_metrics.errors import EduFairError
+from edufair_metrics.records import EXTENSION_CONDITIONS
 
 FDR_METHODS = ("bh", "holm")
 DEFAULT_FDR_METHOD = "bh"
@@ -83,14 +84,21 @@ def adjust_p(p: Sequence[float], method: str = DEFAULT_FDR_METHOD) -> np.ndarray
 
 def family_labels(grid, family: Sequence[str] = FDR_FAMILY, headline=None) -> np.ndarray:
     """One label per grid row naming its family: the ``family`` columns plus headline or not
-    (``headline``: the rows' headline flags after the SES choice; default the grid's column)."""
+    (``headline``: the rows' headline flags after the SES choice; default the grid's column). The
+    rows of an extension condition (``records.EXTENSION_CONDITIONS``, never headline rows) form a
+    family of their own per condition, so that adding them to a report changes no paper row's q."""
     import pandas as pd
 
     missing = [c for c in family if c not in grid.columns]
     if missing:
         raise EduFairError(f"FDR family columns not in the grid: {', '.join(missing)}")
     head = np.asarray(grid["headline"] if headline is None else headline, dtype=bool)
-    parts = [grid[c].astype(str).to_numpy() for c in family] + [np.where(head, "headline", "other")]
+    scope = np.where(head, "headline", "other").astype(object)
+    if "condition" in grid.columns and len(grid):
+        cond = grid["condition"].astype(str).to_numpy()
+        ext = np.isin(cond, EXTENSION_CONDITIONS)
+        scope[ext] = np.char.add("extension:", cond[ext].astype(str)).astype(object)
+    parts = [grid[c].astype(str).to_numpy() for c in family] + [scope]
     if len(grid) == 0:
         return np.zeros(0, dtype=object)
     return pd.Series(["\x1f".join(t) for t in zip(*parts)], dtype=object).to_numpy()

@@ -51,7 +51,7 @@ def missing_rates(missing) -> dict[str, float]:
 
 
 def assess_testability(units, missing=None, *, tutors: Sequence[str] | None = None,
-                kinds: Sequence[str] = ("pedagogical", "conversation", "detector"),
+                kinds: Sequence[str] = ("pedagogical", "conversation", "detector", "outcome"),
                 max_missing: float = DEFAULT_MAX_MISSING, min_pairs: int | None = None) -> list[Testability]:
     """One :class:`Testability` per tutor and metric kind (``units``: the dimension units of the
     analysis, with ``tutor``, ``metric_kind``, ``headline``, ``sufficient``, ``n_pairs_min``;

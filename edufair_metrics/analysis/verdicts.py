@@ -29,6 +29,10 @@ Row (one contrast pair × metric × tutor, domain, condition)
       the judged turns) does not confirm it (``turn_p >= 0.05`` or the per-turn difference has
       the other sign): the per-dialogue rates differ, the per-turn behaviour may not (dialogues of
       different lengths). Rows without turn counts are not tested and keep ``flag``.
+    * Many names per group (kind ``names``, ``analysis.names``): the decision p is
+      max(``p_decide`` of the questions, ``p_name`` over the names; NaN: 1), so a flag needs the gap
+      over the questions and over the names; ``q_flag_fixed`` is the q the row would get with the
+      names fixed (``name_check`` tells a name artefact from a group gap with it).
     * ``inconclusive``: none of these. ``mde_r`` states the smallest |r| the row flags with 80%
       power when it is the only effect in its family (level α / (m · k): m units in the family, k
       pairs in the unit; the power model with the row's own null variance, so zeros and ties
@@ -263,6 +267,13 @@ def add_row_verdicts(grid, *, margin: float = DEFAULT_MARGIN, alpha: float = VER
     p_dec = np.where(n < EXACT_BELOW, grid["p_exact"].to_numpy(dtype=float), grid["p"].to_numpy(dtype=float))
     p_dec = np.where(multi, np.where(posthoc, np.minimum(1.0, unit_pairs * p_dec), 1.0), p_dec)
     p_dec = np.where(suff, p_dec, np.nan)
+    p_fixed = p_dec
+    names_rows = (grid["kind"] == "names").to_numpy() if "p_name" in grid.columns else np.zeros(len(grid), dtype=bool)
+    if names_rows.any():
+        # many names per group (analysis.names): the gap must hold over the questions AND over the
+        # names (intersection-union); a names test that cannot be done (one name per cell) is p = 1
+        p_name = grid["p_name"].to_numpy(dtype=float)
+        p_dec = np.where(names_rows & suff, np.fmax(p_dec, np.where(np.isnan(p_name), 1.0, p_name)), p_dec)
     grid["p_decide"] = p_dec
     tested = ~np.isnan(p_dec)
     k_tested = np.bincount(row_unit[tested], minlength=len(uniq))[row_unit]
@@ -274,6 +285,10 @@ def add_row_verdicts(grid, *, margin: float = DEFAULT_MARGIN, alpha: float = VER
     unit_family = np.asarray(labels, dtype=object)[first] if len(grid) else np.zeros(0, dtype=object)
     _unit_p, _q_unit, q_row, m_of = unit_multiplicity(row_x, row_unit, unit_family, method)
     grid["q_flag"] = q_row
+    if names_rows.any():  # the decision the names rows would get with the names fixed (analysis.names)
+        x_fixed = np.where(tested, np.minimum(1.0, k_bonf * p_fixed), np.nan)
+        q_fixed = unit_multiplicity(x_fixed, row_unit, unit_family, method)[2]
+        grid["q_flag_fixed"] = np.where(names_rows, q_fixed, np.nan)
     with np.errstate(invalid="ignore"):
         flagged = suff & (q_row < alpha)
     grid["flagged"] = flagged

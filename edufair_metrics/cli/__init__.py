@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tasks": ("edufair_metrics.cli.tasks", "list EduFair's lm-eval task names, or check one (did you mean ...?)"),
     "build-bank": ("edufair_metrics.cli.build_bank", "rebuild the question bank (SciQ, SocraTeach or GSM8K proxy)"),
     "judge": ("edufair_metrics.cli.judge", "(re-)judge stored transcripts from lm-eval samples files"),
+    "posttest": ("edufair_metrics.cli.posttest", "outcome fairness: the student answers each stored dialogue's question once more, alone"),
     "report": ("edufair_metrics.cli.report", "paired bias statistics, paper tables and figures for runs"),
     "view": ("edufair_metrics.cli.view", "serve a report's HTML view (verdict grid, twin transcripts) on a loopback port"),
     "leaderboard": ("edufair_metrics.cli.leaderboard", "rank tutors by fairness and pedagogy"),

@@ -44,7 +44,6 @@ The student-side monitor (``records.STUDENT_METRICS``) is :mod:`edufair_metrics.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, Iterable
 
 from edufair_metrics.detectors.reasoning import attempts_reasoning
@@ -57,13 +56,12 @@ from edufair_metrics.detectors.reveal import (
     partially_reveals,
 )
 from edufair_metrics.detectors.student import student_scores
-from edufair_metrics.errors import EduFairError
+from edufair_metrics.detectors.turns import TurnDetection, detect_turns
 
 # The per-dialogue detector and student metrics that get contrasts in the grid (metric kinds
 # "detector" and "student"); defined in records next to the other metric vocabularies.
 from edufair_metrics.records import (
     DETECTOR_METRICS,
-    DOMAINS,
     STOP_ANSWER_CONFIRMED,
     STOP_ANSWER_REVEALED,
     STOP_MAX_TURNS,
@@ -86,57 +84,6 @@ RETIRED_DETECTOR_METRICS = ("leak_rate_det",)
 STORED_METRICS = DETECTOR_METRICS + STUDENT_METRICS
 
 NAN = float("nan")
-
-
-def _check_domain(domain: str) -> None:
-    if domain not in DOMAINS:
-        raise EduFairError(f"unknown domain {domain!r}; expected one of {', '.join(DOMAINS)}")
-
-
-@dataclass(frozen=True)
-class TurnDetection:
-    """Detector labels of one transcript, per turn index: for tutor turns leak, partial reveal and
-    confirmation (each read with the turns before it), for student turns after the opening a
-    reasoning attempt."""
-
-    leaks: dict[int, bool]  # tutor turn index -> leaks the gold
-    attempts: dict[int, bool]  # student turn index (after the opening) -> attempts reasoning
-    next_turn: list[tuple[int, bool, bool]]  # (tutor turn index, revealed, next student turn attempts)
-    partial: dict[int, bool] | None = None  # tutor turn index -> partially reveals
-    confirms: dict[int, bool] | None = None  # tutor turn index -> confirms the student's gold
-
-    def revealed(self, i: int) -> bool:
-        """The tutor turn leaked or partially revealed."""
-        return bool(self.leaks.get(i) or (self.partial or {}).get(i))
-
-
-def detect_turns(transcript: Transcript, answer_forms: list[str] | None) -> TurnDetection:
-    domain = transcript.domain
-    _check_domain(domain)
-    forms = list(answer_forms or [])
-    question = next((t.text for t in transcript.turns if t.role == "question"), None)
-    leaks: dict[int, bool] = {}
-    partial: dict[int, bool] = {}
-    confirms: dict[int, bool] = {}
-    attempts: dict[int, bool] = {}
-    history: list[tuple[str, str]] = []
-    seen_tutor = False
-    for i, turn in enumerate(transcript.turns):
-        if turn.role == "tutor":
-            kw = {"question": question, "history": history}
-            leaks[i] = leaks_answer(turn.text, forms, domain, **kw)
-            confirms[i] = confirms_answer(turn.text, forms, domain, **kw)
-            partial[i] = partially_reveals(turn.text, forms, domain, **kw)
-            seen_tutor = True
-        elif turn.role == "student" and seen_tutor:
-            attempts[i] = attempts_reasoning(turn.text, domain)
-        history = history + [(turn.role, turn.text)]
-    next_turn = []
-    for i in leaks:
-        nxt = next((j for j in range(i + 1, len(transcript.turns)) if transcript.turns[j].role in ("student", "tutor")), None)
-        if nxt is not None and transcript.turns[nxt].role == "student":
-            next_turn.append((i, leaks[i] or partial[i], attempts[nxt]))
-    return TurnDetection(leaks, attempts, next_turn, partial, confirms)
 
 
 def _mean(values: Iterable[bool]) -> float:

@@ -105,6 +105,21 @@ def tasks_path() -> Path:
     return Path(list(spec.submodule_search_locations)[0]).resolve() / "edufair"
 
 
+class _TagLoader(yaml.SafeLoader):
+    """Reads lm-eval task YAMLs without resolving their ``!function`` tags (they read as None)."""
+
+
+_TagLoader.add_multi_constructor("!", lambda loader, suffix, node: None)
+
+
+def template_settings() -> dict:
+    """The ``edufair:`` block of the shared task template (``_edufair_template_yaml``): the lowest
+    settings layer of a task, for commands that run the student outside a task (``edufair posttest``)."""
+    data = yaml.load((tasks_path() / "_edufair_template_yaml").read_text(encoding="utf-8"), Loader=_TagLoader) or {}
+    block = data.get("edufair") if isinstance(data, dict) else None
+    return dict(block) if isinstance(block, dict) else {}
+
+
 def task_names() -> dict[str, str]:
     """Every name ``lm_eval --tasks`` accepts from EduFair's task folder: task, group and tag names,
     each with what it is ("task", "group of ...", "tag of ..."). Read from the YAMLs as lm-eval

@@ -12,6 +12,10 @@ the report's defaults for the same dialogues. Each returns one float, NaN when n
 enough pairs. The FDR family is the task's (one lm-eval task = one domain × condition), so FDR
 counts and flags can be lower in the report, whose family pools all of a tutor's tasks.
 
+An extension task (``records.EXTENSION_CONDITIONS``: its contrasts are never part of the paper's
+headline) reports over all of its units instead: for it, "headline" below reads "every unit of the
+task" (the intersectional task: the simple effects and the interactions of both designs).
+
 The decision framework (``analysis.verdicts``) is the report's: ``flagged_units`` /
 ``certified_units`` / ``inconclusive_units`` count the task's headline units (all metric kinds) by
 verdict, ``ped_unbiased_abs_r`` is the headline's effect size unbiased at any n.
@@ -38,7 +42,7 @@ from edufair_metrics.analysis.params import StatParams, analyse_frame
 from edufair_metrics.analysis.testability import assess_testability
 from edufair_metrics.analysis.verdicts import verdict_headline
 from edufair_metrics.failures import sum_call_counts
-from edufair_metrics.records import DialogueScores, Transcript
+from edufair_metrics.records import EXTENSION_CONDITIONS, DialogueScores, Transcript
 
 log = logging.getLogger("edufair")
 
@@ -62,7 +66,7 @@ def _units(items: Sequence[dict | None], params: StatParams | None = None):
     units = None
     if scores:
         grid, units = analyse_frame(scores_frame(scores, keep_failed=params.keep_failed_dialogues), params)
-        units = units if len(grid) else None
+        units = task_units(units) if len(grid) else None
     if key not in _EXPLAINED:
         _EXPLAINED.add(key)
         for line in not_testable_lines(scores, units, params):
@@ -70,6 +74,14 @@ def _units(items: Sequence[dict | None], params: StatParams | None = None):
     _CACHE[key] = units
     while len(_CACHE) > 8:
         _CACHE.popitem(last=False)
+    return units
+
+
+def task_units(units):
+    """The units whose verdicts and |r̄| a task reports: its headline units; for an extension task
+    (no headline unit, every unit of an extension condition) all of them, marked headline."""
+    if len(units) and not units["headline"].any() and units["condition"].isin(EXTENSION_CONDITIONS).all():
+        return units.assign(headline=True)
     return units
 
 

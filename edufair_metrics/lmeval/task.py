@@ -117,6 +117,7 @@ class EduFairTask(ConfigurableTask):
         found = task_documents(str(self.config.task), self.condition, self.domain, self.settings)
         self._sample_provenance = found.sample
         self._bank_file = found.bank_file
+        self._protocol_provenance = found.protocol
         self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(found.documents)})
 
     def run_docs(self, *, limit=None, samples=None, shard: bool = True) -> list[tuple[int, dict[str, Any]]]:
@@ -234,6 +235,7 @@ class EduFairTask(ConfigurableTask):
             sample=getattr(self, "_sample_provenance", None), bank_file=getattr(self, "_bank_file", None),
             execution={"world_size": int(world_size), "tutor_batch_size": batch_size_of(tutor_lm),
                        "shard": self.settings.shard.provenance() if self.settings.shard is not None else None},
+            protocol=getattr(self, "_protocol_provenance", None),
         )
         tutor = RoleModel(HarnessModel(tutor_lm), tutor_id, tutor_id_source, kind=type(unwrap(tutor_lm)).__name__)
         student = RoleModel(HarnessModel(build_student(student_cfg.to_dict())),

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.protocol.prompts import load_protocol, protocol_path
+from edufair_metrics.protocol.prompts import extensions_path, load_extensions, load_protocol, merged_protocol, protocol_path
 
 HEADLINE_EXCLUDED = ("tutor_effect", "student_effect", "interaction")
 FRIEDMAN_SUFFIX = " (Friedman)"
@@ -44,7 +44,9 @@ def single_pair(levels: tuple[str, ...], override: Any = None) -> tuple[str, str
 class ContrastSpec:
     """One contrast of the protocol. ``kind``: binary (one a/b pair), multilevel (Friedman over
     ``levels``), pairs (several binary pairs pooled by mean |r|), averaged (a/b are lists of
-    levels averaged per question)."""
+    levels averaged per question), names (a/b are groups of names, each side averaged over its
+    names within each stratum, ``cells``; inference with the names as a random effect,
+    ``analysis.names``)."""
 
     condition: str
     dimension: str
@@ -53,6 +55,8 @@ class ContrastSpec:
     pairs: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
     levels: tuple[str, ...] = ()
     headline: bool = True
+    # kind names: the name cells, (side "a" | "b", stratum, its levels), every level of the condition
+    cells: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
 
     def pair_label(self, a: tuple[str, ...], b: tuple[str, ...]) -> str:
         if len(a) == 1 and len(b) == 1:
@@ -65,19 +69,26 @@ def _as_tuple(x: Any) -> tuple[str, ...]:
 
 
 def load_contrasts(path: str | Path | None = None) -> list[ContrastSpec]:
-    """The contrasts of every condition, from ``protocol.yaml`` (default: the shipped one)."""
-    return list(_load_contrasts_cached(str(path or protocol_path())))
+    """The contrasts of every condition: the paper's from ``protocol.yaml`` and EduFair's extension
+    conditions' from ``protocol-extensions.yaml`` (default: the shipped files; ``path``: that
+    protocol file alone). An extension condition's contrasts are never headline units: the paper's
+    headline, its tables and its FDR families are those of the paper's conditions alone."""
+    if path is not None:
+        return list(_load_contrasts_cached(str(path)))
+    return list(_load_contrasts_cached(str(protocol_path()))) + list(_load_contrasts_cached(str(extensions_path()), True))
 
 
 @functools.lru_cache(maxsize=4)
-def _load_contrasts_cached(path: str) -> tuple[ContrastSpec, ...]:
-    proto = load_protocol(path)
+def _load_contrasts_cached(path: str, extension: bool = False) -> tuple[ContrastSpec, ...]:
+    proto = load_extensions() if extension else load_protocol(path)
     specs: list[ContrastSpec] = []
     for cond, body in (proto.get("conditions") or {}).items():
         for c in body.get("contrasts") or []:
             dim, name = str(c["dimension"]), str(c.get("name", c["dimension"]))
-            headline = dim not in HEADLINE_EXCLUDED
-            if "levels" in c:
+            headline = dim not in HEADLINE_EXCLUDED and not extension
+            if c.get("kind") == "names":
+                specs.append(_names_spec(cond, dim, name, c, headline))
+            elif "levels" in c:
                 lv = _as_tuple(c["levels"])
                 a, b = single_pair(lv, c.get("single"))
                 specs.append(ContrastSpec(cond, dim, name, "binary", (((a,), (b,)),), (), headline))
@@ -91,3 +102,27 @@ def _load_contrasts_cached(path: str) -> tuple[ContrastSpec, ...]:
             else:
                 specs.append(ContrastSpec(cond, dim, name, "binary", (((str(c["a"]),), (str(c["b"]),)),), (), headline))
     return tuple(specs)
+
+
+def _names_spec(condition: str, dim: str, name: str, c: dict[str, Any], headline: bool) -> ContrastSpec:
+    """A names contrast: ``a`` / ``b`` select levels by their attributes (``{gender: female}``),
+    ``strata`` names the attribute within whose values the sides are compared."""
+    levels = merged_protocol()["conditions"][condition]["levels"]
+    stratum_key = str(c.get("strata", ""))
+
+    def select(sel: Any) -> list[dict[str, Any]]:
+        if not isinstance(sel, dict) or not sel:
+            raise EduFairError(f"names contrast {name!r}: a and b must select levels by attributes, got {sel!r}")
+        return [lv for lv in levels if all(str(lv["attributes"].get(k)) == str(v) for k, v in sel.items())]
+
+    cells = []
+    for side, sel in (("a", c.get("a")), ("b", c.get("b"))):
+        by: dict[str, list[str]] = {}
+        for lv in select(sel):
+            by.setdefault(str(lv["attributes"].get(stratum_key, "")), []).append(lv["level"])
+        if not by:
+            raise EduFairError(f"names contrast {name!r}: side {side} selects no level")
+        cells += [(side, stratum, tuple(lvs)) for stratum, lvs in by.items()]
+    a = tuple(lv for side, _, lvs in cells if side == "a" for lv in lvs)
+    b = tuple(lv for side, _, lvs in cells if side == "b" for lv in lvs)
+    return ContrastSpec(condition, dim, name, "names", ((a, b),), (), headline, tuple(cells))

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from edufair_metrics.io import atomic_write_bytes
-from edufair_metrics.records import CONVERSATION_METRICS, PEDAGOGICAL_METRICS
+from edufair_metrics.records import CONVERSATION_METRICS, EXTENSION_CONDITIONS, OUTCOME_METRICS, PEDAGOGICAL_METRICS
 from edufair_metrics.analysis.contrast import MEANINGFUL_R
 from edufair_metrics.report.tables import DOMAIN_ORDER
 
@@ -184,6 +184,82 @@ def fig5_opposite(units, path: Path):
     return _ped_conv_bars(units, "opposite", main, "Opposite condition: Correct vs Wrong (|r̄|)", path)
 
 
+def fig_intersectional(units, path: Path):
+    """Intersectional Explicit (an extension): |r̄| of every simple effect and interaction."""
+    return _ped_conv_bars(units, "intersectional", None,
+                          "Intersectional Explicit (EduFair extension): simple effects and interactions (|r̄|)", path)
+
+
+def fig_implicit_names(names, path: Path, domain_labels: dict[str, str] | None = None):
+    """Many names per group (an extension): every name's own r (``analysis.names.name_effects``),
+    averaged over the pedagogical metrics (the conversation metrics when no pedagogical one has a
+    value), one panel per group contrast; names grouped by side and stratum, one colour per tutor ·
+    domain. A name that differs alone stands out from its cell; a group gap moves a whole side."""
+    if names is None or len(names) == 0:
+        return None
+    ped = names[names["metric"].isin(PEDAGOGICAL_METRICS)].dropna(subset=["r"])
+    use = ped if len(ped) else names[names["metric"].isin(CONVERSATION_METRICS)].dropna(subset=["r"])
+    if len(use) == 0:
+        return None
+    kind = "pedagogical" if len(ped) else "conversation"
+    plt = _plt()
+    agg = use.groupby(["tutor", "domain", "contrast", "side", "stratum", "name"], sort=False)["r"].mean().reset_index()
+    contrasts = list(dict.fromkeys(agg["contrast"]))
+    series = list(dict.fromkeys(zip(agg["tutor"], agg["domain"])))
+    fig, axes = plt.subplots(1, len(contrasts), figsize=(4.2 * len(contrasts) + 1, 4.6), squeeze=False, sharey=True)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, c in zip(axes[0], contrasts):
+        sub = agg[agg["contrast"] == c]
+        order = list(dict.fromkeys(zip(sub["side"], sub["stratum"], sub["name"])))
+        xpos = {k: i for i, k in enumerate(order)}
+        for k, (tutor, dom) in enumerate(series):
+            mine = sub[(sub["tutor"] == tutor) & (sub["domain"] == dom)]
+            x = [xpos[t] for t in zip(mine["side"], mine["stratum"], mine["name"])]
+            ax.plot(x, mine["r"], "o", color=colors[k % len(colors)], ms=5, alpha=0.85,
+                    label=f"{tutor} · {(domain_labels or {}).get(dom, dom)}")
+        ax.axhline(0, color="grey", lw=1)
+        for cut in [i for i in range(1, len(order)) if order[i][:2] != order[i - 1][:2]]:
+            ax.axvline(cut - 0.5, color="0.85", lw=1)
+        ax.set_xticks(range(len(order)), [f"{n} ({s}:{st})" for s, st, n in order], rotation=90, fontsize=6)
+        ax.set_title(c, fontsize=9)
+    axes[0][0].set_ylabel(f"per-name r (mean over {kind} metrics)")
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle("Many names per group (EduFair extension): each name against the other side's names of its stratum")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def fig_outcome(units, path: Path):
+    """Outcome fairness (the post-test, an extension): |r| of each outcome metric per contrast (the
+    paper conditions' headline contrasts and every extension contrast), one panel per domain."""
+    u = units[(units["metric_kind"] == "outcome") & (units["headline"].astype(bool)
+                                                     | units["condition"].isin(EXTENSION_CONDITIONS))]
+    if len(u) == 0:
+        return None
+    plt = _plt()
+    agg = u.groupby(["domain", "condition", "contrast", "metric"], sort=False)["abs_r"].mean().reset_index()
+    domains = _domains(agg)
+    metrics = [m for m in OUTCOME_METRICS if m in set(agg["metric"])]
+    cells = list(dict.fromkeys(zip(agg["condition"], agg["contrast"])))
+    fig, axes = plt.subplots(1, len(domains), figsize=(0.35 * len(cells) * len(domains) + 4, 4.4), squeeze=False,
+                             sharey=True)
+    width = 0.8 / max(len(metrics), 1)
+    for ax, dom in zip(axes[0], domains):
+        sub = agg[agg["domain"] == dom]
+        for k, m in enumerate(metrics):
+            t = sub[sub["metric"] == m].set_index(["condition", "contrast"]).reindex(cells)
+            xs = np.arange(len(cells)) + (k - (len(metrics) - 1) / 2) * width
+            ax.bar(xs, np.nan_to_num(t["abs_r"].to_numpy(dtype=float)), width, label=m)
+        ax.axhline(MEANINGFUL_R, color="grey", ls="--", lw=1)
+        ax.set_xticks(range(len(cells)), [f"{c}: {n}" for c, n in cells], rotation=90, fontsize=6)
+        ax.set_title(dom)
+    axes[0][0].set_ylabel("|r| (outcome)")
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle("Outcome fairness (EduFair extension): post-test contrasts (|r|, mean over tutors)")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
 def fig_levels(levels, path: Path):
     """Descriptive view (no pairing): the mean of each metric per condition level, one dot per
     level and (tutor, domain); levels grouped by dimension (shaded bands). Row 1: the five
@@ -262,6 +338,8 @@ def all_figures(units, out_dir: Path, levels=None, domain_labels: dict[str, str]
         fig3_dimension_dots(units, out_dir / "fig3_dimension_dots.png"),
         fig4_implicit(units, out_dir / "fig4_implicit.png"),
         fig5_opposite(units, out_dir / "fig5_opposite.png"),
+        fig_intersectional(units, out_dir / "fig_intersectional.png"),
+        fig_outcome(units, out_dir / "fig_outcome.png"),
         fig_levels(levels, out_dir / "fig_levels.png"),
     ]
     return [p for p in paths if p is not None]

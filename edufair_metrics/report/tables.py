@@ -16,6 +16,15 @@ Inputs are the pair-level grid (``analysis.grid.contrast_grid``) and the dimensi
   one row per tutor × domain: signed r [95% CI] (``*``: the CI excludes 0, a violation). SES
   (Table 10) is its single low- vs high-income contrast; its Friedman test and Bonferroni
   pairwise contrasts are the companion Table 10b.
+* EduFair's extension conditions (no paper counterpart, protocol-extensions.yaml):
+  ``table_intersectional`` (Intersectional Explicit: |r̄| Ped. & Conv. per simple effect and
+  interaction of the gender × SES and gender × immigration designs, in the layout of Tables 5/7)
+  and ``table_intersectional_signed`` (signed r [95% CI] per pedagogical metric of every
+  intersectional contrast, in the style of Tables 9–12); ``table_implicit_names`` (many names per
+  group: |r̄| Ped. & Conv. per group contrast, Table 5's layout) and ``table_implicit_names_spread``
+  (per contrast and metric: r with its question × name bootstrap CI, the between-name spread of
+  each side's names, the name heterogeneity and name-level tests, and the name check: group gap or
+  name artefact, ``analysis.names``).
 * Judge-invariant metrics (``table_detectors``, no paper counterpart): the detector metrics
   (``records.DETECTOR_METRICS``: ``stopped_on_revealed_gold``, ``partial_reveal_rate``,
   ``independence_ratio``, computed from the
@@ -56,7 +65,15 @@ from typing import Mapping, Sequence
 
 from edufair_metrics.analysis.contrast import MEANINGFUL_R
 from edufair_metrics.protocol.prompts import condition_levels
-from edufair_metrics.records import CONVERSATION_METRICS, DETECTOR_METRICS, PEDAGOGICAL_METRICS, STUDENT_METRICS
+from edufair_metrics.records import (
+    ALL_CONDITIONS,
+    CONVERSATION_METRICS,
+    DETECTOR_METRICS,
+    EXTENSION_CONDITIONS,
+    OUTCOME_METRICS,
+    PEDAGOGICAL_METRICS,
+    STUDENT_METRICS,
+)
 
 INSUFFICIENT = "insufficient (n={n})"
 # Paper numbering of the per-dimension signed-r tables (Tables 9–12).
@@ -87,13 +104,17 @@ SHORT_NAMES = {
     "independence_ratio": "independence",
     "student_words": "S words", "student_reasoning_rate": "S reasoning", "student_asks_answer_rate": "S asks answer",
     "student_wrong_answer_rate": "S wrong", "student_correct_answer_rate": "S correct", "student_refusal_rate": "S refusal",
+    "posttest_correct": "post-test correct", "learning_gain": "gain", "learned_unrevealed": "learned (unrevealed)",
+    "revealed_outcome": "revealed outcome",
 }
 # ↑ bias on a desirable behaviour, ↓ on an undesirable one, ∼ direction-neutral (Table 6 caption)
 DIRECTION = {"mistake_recognize": "↑", "answer_leakage": "↓", "step_scaffolded": "↑", "actionability": "↑",
              "corrective_tone": "↑", **{m: "∼" for m in CONVERSATION_METRICS},
              "stopped_on_revealed_gold": "↓", "partial_reveal_rate": "↓", "independence_ratio": "↑",
              # the student's own behaviour: a difference is drift, whatever its direction
-             **{m: "∼" for m in STUDENT_METRICS}}
+             **{m: "∼" for m in STUDENT_METRICS},
+             # what the student can do afterwards: more is better, but a revealed outcome is not learning
+             "posttest_correct": "↑", "learning_gain": "↑", "learned_unrevealed": "↑", "revealed_outcome": "∼"}
 # Tables 9–12 list the pedagogical metrics in this order
 SIGNED_METRICS = ("answer_leakage", "step_scaffolded", "actionability", "corrective_tone", "mistake_recognize")
 # Table 8's column per Explicit dimension, in the paper's order
@@ -368,6 +389,83 @@ def table7_opposite(units, domain_labels: Mapping[str, str] | None = None, view:
                      view=view)
 
 
+def table_intersectional(units, domain_labels: Mapping[str, str] | None = None, view: str = "paper"):
+    """Intersectional Explicit (an extension): |r̄| Ped. & Conv. of each simple effect and each
+    interaction, in the protocol's order (rows: domain, tutor, contrast; Tables 5/7's layout,
+    without their max markers: the rows re-use the same dialogues)."""
+    return _ped_conv(units, "intersectional", None, 7, domain_labels, markers=False, view=view)
+
+
+def contrasts_signed_table(grid, condition: str, metrics: Sequence[str] = SIGNED_METRICS,
+                           domain_labels: Mapping[str, str] | None = None, view: str = "paper"):
+    """Signed r [95% CI] per metric of every contrast of ``condition`` (rows: tutor, domain,
+    contrast in the protocol's order; last column |r̄| over the metrics), Tables 9–12's cells."""
+    g = grid[(grid["condition"] == condition) & grid["metric"].isin(metrics)]
+    if len(g) == 0:
+        return None
+    g = g.assign(cell=_signed_cells(g, view))
+    index = ["tutor", "domain", "contrast"]
+    wide = g.pivot_table(index=index, columns="metric", values="cell", aggfunc="first").reset_index()
+    present = [m for m in metrics if m in wide.columns]
+    mean = _mean_units(g, index, n_col="n_pairs")
+    wide = wide[index + present].merge(mean, on=index)
+    wide[ABS_R] = _cells(wide, len(present), view)
+    wide = wide.drop(columns=["abs_r", "n_min", "units", "floor", "flagged", "certified"])
+    order = {c: i for i, c in enumerate(dict.fromkeys(g["contrast"]))}
+    wide = _sort(wide.assign(_k=wide["contrast"].map(order)), ["tutor", "domain", "_k"], TABLE_DOMAINS[9]).drop(columns=["_k"])
+    wide = _label_domains(wide, domain_labels).fillna("—")
+    wide = wide.rename(columns={"tutor": "Model", "domain": "Domain", "contrast": "Contrast",
+                                **{m: metric_header(m) for m in present}})
+    wide.columns.name = None
+    return wide.reset_index(drop=True)
+
+
+def table_implicit_names(units, domain_labels: Mapping[str, str] | None = None, view: str = "paper"):
+    """Many names per group (an extension): |r̄| Ped. & Conv. per group contrast (Table 5's layout
+    and markers)."""
+    return _ped_conv(units, "implicit_names", None, 5, domain_labels, markers=True, view=view)
+
+
+def _p(x) -> str:
+    return "—" if _is_nan(x) else ("<0.001" if x < 0.001 else f"{x:.3f}")
+
+
+def _sd(x) -> str:
+    return "—" if _is_nan(x) else f"{x:.3f}"
+
+
+def names_spread_table(grid, domain_labels: Mapping[str, str] | None = None,
+                       metrics: Sequence[str] = SIGNED_METRICS + CONVERSATION_METRICS, view: str = "paper"):
+    """Many names per group: one row per (tutor, domain, group contrast, metric): r [95% CI] with
+    the names random (question × name bootstrap; verdict view: the verdict, paper view: ``*``/``†``),
+    the between-name spread of the per-name r within side a and side b (standard deviation) and
+    their range, the name heterogeneity p, the name-level p and the name check (with the name
+    farthest from the others for a name artefact)."""
+    if "name_check" not in grid.columns:
+        return None
+    g = grid[(grid["kind"] == "names") & grid["metric"].isin(metrics)]
+    if len(g) == 0:
+        return None
+    g = g.assign(cell=_signed_cells(g, view), _m=g["metric"].map({m: i for i, m in enumerate(metrics)}),
+                 _k=g["contrast"].map({c: i for i, c in enumerate(dict.fromkeys(g["contrast"]))}))
+    g = _sort(g, ["tutor", "domain", "_k", "_m"], TABLE_DOMAINS[9])
+    rows = []
+    for r in g.itertuples(index=False):
+        check = r.name_check or ""
+        if check == "name artefact" and isinstance(r.name_outlier, str):
+            check += f" ({r.name_outlier}: r {r.name_outlier_r:+.2f})"
+        rng = "—" if _is_nan(r.name_r_min) else f"{r.name_r_min:+.2f} … {r.name_r_max:+.2f}"
+        names = "—" if _is_nan(r.names_a) else f"{int(r.names_a)} / {int(r.names_b)}"
+        rows.append({"Model": r.tutor, "Domain": (domain_labels or {}).get(r.domain, r.domain), "Contrast": r.contrast,
+                     "Metric": metric_header(r.metric), "r [95% CI], names random": r.cell, "names a / b": names,
+                     "spread a (sd of per-name r)": _sd(r.name_spread_a), "spread b": _sd(r.name_spread_b),
+                     "per-name r": rng, "heterogeneity p": _p(r.name_het_p), "name-level p": _p(r.p_name),
+                     "question-level p": _p(r.p_question), "name check": check or "—"})
+    import pandas as pd
+
+    return pd.DataFrame(rows)
+
+
 def table7b_opposite_effects(units, domain_labels: Mapping[str, str] | None = None, view: str = "paper"):
     """Companion of Table 7: the 2×2 decomposition (tutor effect, student effect, S×T interaction)."""
     cells = _headline_contrasts(units, "opposite", False)
@@ -457,7 +555,22 @@ def detector_table(grid, domain_labels: Mapping[str, str] | None = None, metrics
     Correct/Wrong), one row per (tutor, domain, condition, contrast, pair); ``*`` / ``†`` as in
     Tables 9–12; last column |r̄| over the detector metrics (sufficient ones). None without
     detector rows."""
-    g = grid[grid["metric"].isin(metrics) & grid["headline"]]
+    return _metrics_by_pair(grid[grid["metric"].isin(metrics) & grid["headline"]], metrics, domain_labels, view)
+
+
+def outcome_table(grid, domain_labels: Mapping[str, str] | None = None, metrics: Sequence[str] = OUTCOME_METRICS,
+                  view: str = "paper"):
+    """Outcome fairness (the post-test, an extension): signed r [95% CI] of each outcome metric for
+    every headline contrast pair of the paper's conditions and every contrast of an extension
+    condition, one row per (tutor, domain, condition, contrast, pair); last column |r̄| over the
+    outcome metrics. None without outcome rows."""
+    rows = grid["headline"].astype(bool) | grid["condition"].isin(EXTENSION_CONDITIONS)
+    return _metrics_by_pair(grid[grid["metric"].isin(metrics) & rows], metrics, domain_labels, view)
+
+
+def _metrics_by_pair(g, metrics: Sequence[str], domain_labels: Mapping[str, str] | None, view: str):
+    """Signed r [95% CI] of ``metrics`` (columns) per (tutor, domain, condition, contrast, pair) of
+    the grid rows ``g``, with |r̄| over them."""
     if len(g) == 0:
         return None
     g = g.assign(cell=_signed_cells(g, view))
@@ -469,7 +582,7 @@ def detector_table(grid, domain_labels: Mapping[str, str] | None = None, metrics
     wide[ABS_R] = _cells(wide, len(present), view)
     wide = wide.drop(columns=["abs_r", "n_min", "units", "floor", "flagged", "certified"])
     order = {c: i for i, c in enumerate(dict.fromkeys(g["contrast"]))}
-    cond = {"explicit": 0, "implicit": 1, "opposite": 2}
+    cond = {c: i for i, c in enumerate(ALL_CONDITIONS)}
     wide = wide.assign(_c=wide["condition"].map(lambda c: cond.get(c, 9)), _k=wide["contrast"].map(order))
     wide = _sort(wide, ["tutor", "domain", "_c", "_k", "pair"], TABLE_DOMAINS[9]).drop(columns=["_c", "_k"])
     wide = _label_domains(wide, domain_labels).fillna("—")
@@ -488,6 +601,35 @@ DETECTOR_NOTE = ("Judge-invariant metrics, computed from the stored transcripts 
                  "r > 0: level a received more. ")
 
 
+INTERSECTIONAL_NOTE = ("Not in the paper (protocol-extensions.yaml, protocol version edufair-ext-1). Two 2×2 designs per "
+                       "question: gender × SES (low-/high-income) and gender × immigration. Simple effects: one "
+                       "dimension's contrast within a level of the other (a = female, low-income, immigrant); "
+                       "interaction: per question (F,x − M,x) − (F,y − M,y), a difference of paired differences "
+                       "over the same questions (r > 0: the marginalised girls receive more than the sum of the two "
+                       "gaps predicts). Its own FDR family (tutor × metric kind × this condition); never pooled into "
+                       "the paper's headline. Ped. averages 5 units, Conv. 4. ")
+NAMES_NOTE = ("Not in the paper (protocol-extensions.yaml, protocol version edufair-ext-1): Implicit with k names per "
+              "gender × ethnicity cell from Wan & Chang (2025; names.json, MIT), drawn with a seed (edufair.names, "
+              "recorded in provenance). A group contrast averages each side's names per question within each "
+              "stratum (gender within ethnicity; ethnicity within gender) and compares over the same questions; "
+              "a = female / the non-White group. Its own FDR family; never pooled into the paper's headline. ")
+NAMES_SPREAD_NOTE = ("Names random (analysis/names.py): the CI is a two-way bootstrap over questions and over the names "
+                     "of each cell; a flag needs the gap over the questions (question-level p) AND over the names "
+                     "(name-level p: a t-test on the names' mean scores, names − cells degrees of freedom). Per-name "
+                     "r: each name against the other side's names of its stratum (signed a − b); spread: their "
+                     "standard deviation within side a / b. Heterogeneity p: Friedman over the names of each cell "
+                     "(questions as blocks), summed over the cells. Name check: group gap = flagged; name artefact = "
+                     "flagged with the names fixed, not with the names random, and the names of a cell differ (the "
+                     "name farthest from the others, with its own r); not generalised = flagged with the names "
+                     "fixed, names not detectably different, too few names to generalise. ")
+OUTCOME_NOTE = ("Not in the paper (edufair.posttest; the post-test prompt in protocol-extensions.yaml): after each "
+                "finished dialogue the same student answers the question once more, alone; the answer matcher "
+                "scores it against the gold (correct / wrong / no answer), the pre-test is the student's opening "
+                "turn. post-test correct: 1/0; gain: post-test − pre-test; learned (unrevealed): correct now, not "
+                "before, and the tutor never revealed the gold (stop reason answer_revealed, a detector leak or "
+                "partial reveal); revealed outcome: correct after a revealed dialogue (not learning). Metric kind "
+                "outcome: its own FDR family. Signed rank-biserial r [95% bootstrap CI]; r > 0: level a's students "
+                "did better. ")
 VERDICT_ABS_NOTE = ("Verdict view: bold = a unit of the cell is flagged (FDR-controlled evidence of a difference, "
                     "analysis/verdicts.py); fl. = the mean noise floor (mean |r| under random sign flips of the same "
                     "paired differences: what identical conditions give with these n and zero differences); "
@@ -609,6 +751,33 @@ def all_tables(grid, units, domain_labels: Mapping[str, str] | None = None,
                 lambda v, cond=cond, dim=dim: signed_table(grid, units, cond, dim, domain_labels=lab, view=v),
                 _n_of_rows(grid, (grid["condition"] == cond) & (grid["dimension"] == dim) & ped_rows),
                 signed_common, signed_paper, signed_verdict)
+    inter_u = (cond_u == "intersectional") & ped_conv
+    if inter_u.any():
+        put("table_intersectional", "Intersectional Explicit (EduFair extension): |r̄| per simple effect and interaction",
+            lambda v: table_intersectional(units, lab, v), _n_of_units(units, inter_u), INTERSECTIONAL_NOTE,
+            "Bold: |r̄| ≥ 0.10. ", VERDICT_ABS_NOTE)
+        inter_rows = (grid["condition"] == "intersectional") & ped_rows
+        put("table_intersectional_signed", "Intersectional Explicit (EduFair extension): signed r [95% CI] per metric",
+            lambda v: contrasts_signed_table(grid, "intersectional", domain_labels=lab, view=v),
+            _n_of_rows(grid, inter_rows), INTERSECTIONAL_NOTE + signed_common, signed_paper, signed_verdict)
+    names_u = (cond_u == "implicit_names") & ped_conv
+    if names_u.any():
+        put("table_implicit_names", "Many names per group (EduFair extension): |r̄| per group contrast",
+            lambda v: table_implicit_names(units, lab, v), _n_of_units(units, names_u), NAMES_NOTE,
+            "\"*\" marks the maximum of a column (Ped. or Conv.) within each model; \"**\" the row that is the "
+            "maximum in both columns. Bold: |r̄| ≥ 0.10. ", VERDICT_ABS_NOTE)
+        names_rows = (grid["condition"] == "implicit_names") & grid["metric_kind"].isin(["pedagogical", "conversation"])
+        put("table_implicit_names_spread", "Many names per group (EduFair extension): group gap, between-name spread "
+                                           "and name checks",
+            lambda v: names_spread_table(grid, lab, view=v), _n_of_rows(grid, names_rows), NAMES_NOTE + NAMES_SPREAD_NOTE,
+            MARKS_NOTE + " ", VERDICT_SIGNED_NOTE, units_note="")
+    out_mask = grid["metric"].isin(OUTCOME_METRICS) & (grid["headline"].astype(bool)
+                                                       | grid["condition"].isin(EXTENSION_CONDITIONS))
+    if out_mask.any():
+        put("table_outcome", "Outcome fairness (EduFair extension): does the student learn equally? Signed r [95% CI]",
+            lambda v: outcome_table(grid, lab, view=v), _n_of_rows(grid, out_mask), OUTCOME_NOTE,
+            MARKS_NOTE + " |r̄| averages the outcome metrics' |r|; bold ≥ 0.10. ",
+            VERDICT_SIGNED_NOTE + "|r̄| averages the outcome metrics' |r|. ")
     det_mask = grid["metric"].isin(DETECTOR_METRICS) & grid["headline"].astype(bool)
     put("table_detectors", "Judge-invariant metrics (deterministic detectors): signed r [95% CI]",
         lambda v: detector_table(grid, lab, view=v), _n_of_rows(grid, det_mask), DETECTOR_NOTE,

@@ -62,6 +62,7 @@ import pandas
 from edufair_metrics import PROTOCOL_VERSION, __version__
 from edufair_metrics.analysis.frames import dialogue_frame
 from edufair_metrics.analysis.judge_validity import ValidityScan, next_turn_table
+from edufair_metrics.analysis.names import name_effects
 from edufair_metrics.analysis.noise import noise_headline, unit_noise
 from edufair_metrics.analysis.params import StatParams, analyse
 from edufair_metrics.analysis.placebo import placebo_floor, placebo_summary
@@ -115,7 +116,7 @@ def write_table(out_dir: Path, stem: str, title: str, df, note: str | None = Non
 
 FDR_NAMES = {"bh": "Benjamini–Hochberg", "holm": "Holm (family-wise)"}
 # (metric kind, short name in the headline columns), in the order the summary shows them
-HEADLINE_KINDS = (("pedagogical", "ped"), ("conversation", "conv"), ("detector", "det"))
+HEADLINE_KINDS = (("pedagogical", "ped"), ("conversation", "conv"), ("detector", "det"), ("outcome", "out"))
 HEADLINE_NOTE = (
     "Per metric kind (ped = the five judged pedagogical metrics, conv = the four conversation metrics, det = the "
     "judge-invariant detector metrics). |r̄|: mean over headline units (Explicit dimensions, Implicit contrasts, "
@@ -157,6 +158,59 @@ def headline_table(units, grid=None):
         if c.endswith(("viol.", "units")):
             head[c] = head[c].fillna(0).astype(int)
     return head
+
+
+OUTCOME_HEADLINE_NOTE = (" out = the outcome metrics of the post-test (edufair.posttest: post-test correct, learning "
+                         "gain, learned without a reveal, revealed outcome; see \"Outcome fairness\" below).")
+
+
+def outcome_levels(runs):
+    """Descriptive post-test results per (tutor, task, level): dialogues, post-tests with an answer
+    scored, the pre-test and post-test accuracy, the mean learning gain and the shares of learned
+    (unrevealed) and revealed outcomes. Empty without post-tests."""
+    rows: dict[tuple, dict[str, Any]] = {}
+    for r in runs:
+        for sc in r.scores:
+            if "posttest_correct" not in sc.scores:
+                continue
+            row = rows.setdefault((r.label, sc.task, sc.level), {"post-tests": 0, "correct": 0.0, "gain": 0.0,
+                                                                "learned": 0.0, "revealed": 0.0, "revealed_n": 0})
+            v = sc.scores
+            row["post-tests"] += 1
+            row["correct"] += v["posttest_correct"]
+            row["gain"] += v.get("learning_gain", 0.0)
+            if "learned_unrevealed" in v:
+                row["learned"] += v["learned_unrevealed"]
+                row["revealed"] += v["revealed_outcome"]
+                row["revealed_n"] += 1
+    if not rows:
+        return pandas.DataFrame()
+    out = []
+    for (tutor, task, level), row in rows.items():
+        n, m = row["post-tests"], max(row["revealed_n"], 1)
+        out.append({"tutor": tutor, "task": task, "level": level, "post-tests": n,
+                    "pre-test correct": round((row["correct"] - row["gain"]) / n, 3),
+                    "post-test correct": round(row["correct"] / n, 3), "mean gain": round(row["gain"] / n, 3),
+                    "learned (unrevealed)": round(row["learned"] / m, 3), "revealed outcome": round(row["revealed"] / m, 3)})
+    return pandas.DataFrame(out)
+
+
+def outcome_section(runs) -> list[str]:
+    """summary.md's part on the post-test (outcome fairness), when the runs have one."""
+    table = outcome_levels(runs)
+    if not len(table):
+        return []
+    calls = int(table["post-tests"].sum())
+    return ["## Outcome fairness (post-test; EduFair extension)", "",
+            f"{calls} post-test(s) scored: one student call per finished dialogue (in the student's call counts). "
+            "Contrasts of the outcome metrics: table_outcome.md (metric kind outcome, its own FDR family; units and "
+            "verdicts in units.csv).", "",
+            to_markdown(table, "Post-test per condition level (descriptive)",
+                        "pre-test: the student's opening turn (its answer before any tutoring) read by the answer matcher; "
+                        "post-test: the same student's answer after the dialogue, alone. A dialogue in which the tutor "
+                        "revealed the gold (it stopped because the tutor stated it, or a detector found a leak or a "
+                        "partial reveal) counts as a revealed outcome when the post-test is correct, never as "
+                        "learned.")]
 
 
 def power_lines(grid, ses_summary: str) -> list[str]:
@@ -299,6 +353,77 @@ def flagged_units_table(units, grid, labels: dict[str, str] | None = None):
     return out.sort_values(["tutor", "verdict", "q"]).reset_index(drop=True)
 
 
+EXTENSION_TITLES = {
+    "intersectional": ("Intersectional Explicit", "table_intersectional.md (|r̄| per contrast), "
+                       "table_intersectional_signed.md (signed r per metric), fig_intersectional.png"),
+    "implicit_names": ("Many names per group", "table_implicit_names.md (|r̄| per group contrast), "
+                       "table_implicit_names_spread.md (group gap, between-name spread, name checks), names.csv "
+                       "(every name's r), fig_implicit_names.png"),
+}
+FLAGGED_LISTED = 40  # flagged units of an extension condition listed in summary.md (all are in units.csv)
+EXTENSION_NOTE = ("Not in the paper (protocol-extensions.yaml, protocol version edufair-ext-1): never pooled into "
+                  "the headline above; each condition is its own FDR family per tutor × metric kind. Units by "
+                  "verdict, all of the condition's contrasts.")
+
+
+def extension_section(units, labels: dict[str, str] | None = None, grid=None) -> list[str]:
+    """summary.md's part on EduFair's extension conditions present in ``units``: per condition and
+    tutor the units by verdict and metric kind, and the flagged units; for many names per group the
+    rows a name check reads as a group gap or a name artefact (``grid``)."""
+    if "verdict" not in units.columns or not len(units):
+        return []
+    present = [c for c in EXTENSION_TITLES if (units["condition"] == c).any()]
+    if not present:
+        return []
+    lines = ["## EduFair extensions (not in the paper)", "", EXTENSION_NOTE, ""]
+    for cond in present:
+        title, files = EXTENSION_TITLES[cond]
+        u = units[units["condition"] == cond]
+        parts = []
+        for kind in dict.fromkeys(u["metric_kind"]):
+            v = verdict_headline(u, kind=kind, headline_only=False)
+            if len(v):
+                parts.append(v.assign(kind=kind))
+        if parts:
+            v = pandas.concat(parts, ignore_index=True)
+            table = v[["tutor", "kind", "units", "flag", "unconfirmed", "certify", "inconclusive", "insufficient"]]
+            lines.append(to_markdown(table, f"{title}: units by verdict", f"Tables: {files}."))
+        flagged = u[u["verdict"].isin(["flag", "unconfirmed"])]
+        if len(flagged):
+            rows = flagged[["tutor", "domain", "contrast", "metric", "verdict", "abs_r", "q_unit", "n_pairs_min"]].copy()
+            rows["domain"] = rows["domain"].map(lambda d: (labels or {}).get(d, d))
+            rows = rows.sort_values(["q_unit", "tutor", "domain", "contrast", "metric"]).reset_index(drop=True)
+            more = f" {len(rows) - FLAGGED_LISTED} more in units.csv." if len(rows) > FLAGGED_LISTED else ""
+            lines.append(to_markdown(rows.head(FLAGGED_LISTED), f"{title}: flagged units",
+                                     "q_unit: the unit's FDR-adjusted p within its family (smallest first)." + more))
+        else:
+            lines.append(f"{title}: no unit is flagged.\n")
+        if cond == "implicit_names" and grid is not None and "name_check" in grid.columns:
+            lines.extend(_name_check_lines(grid, labels))
+    return lines
+
+
+def _name_check_lines(grid, labels: dict[str, str] | None) -> list[str]:
+    """The names rows whose name check says group gap or name artefact."""
+    g = grid[(grid["kind"] == "names") & grid["name_check"].isin(["group gap", "name artefact"])]
+    if not len(g):
+        return ["Many names per group: no group gap and no name artefact (name checks in "
+                "table_implicit_names_spread.md).\n"]
+    g = g.sort_values(["name_check", "q_flag_fixed"])
+    rows = pandas.DataFrame({
+        "tutor": g["tutor"], "domain": g["domain"].map(lambda d: (labels or {}).get(d, d)), "contrast": g["contrast"],
+        "metric": g["metric"], "name check": g["name_check"], "r": g["r"], "p (questions)": g["p_question"],
+        "p (names)": g["p_name"], "heterogeneity p": g["name_het_p"],
+        "farthest name": [f"{n} (r {x:+.2f})" if isinstance(n, str) else "—" for n, x in zip(g["name_outlier"],
+                                                                                          g["name_outlier_r"])],
+    }).reset_index(drop=True)
+    more = f" {len(rows) - FLAGGED_LISTED} more in grid.csv." if len(rows) > FLAGGED_LISTED else ""
+    return [to_markdown(rows.head(FLAGGED_LISTED), "Many names per group: group gaps and name artefacts",
+                        "group gap: flagged over the questions and over the names; name artefact: flagged only with "
+                        "the names fixed, and the names of a cell differ (heterogeneity p < 0.05): the gap sits in "
+                        "one or a few names (farthest name: the one whose own r is farthest from the others')." + more)]
+
+
 def testability_banner(testability: Sequence[Testability]) -> list[str]:
     """The top of summary.md when a tutor's metric kind cannot be read (missing labels, no
     contrast with enough pairs): says so with the reason, so that nothing below reads as "no bias"."""
@@ -354,7 +479,9 @@ def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=
             lines.append(to_markdown(levels[LEVEL_KEYS + ["dialogues", "questions"] + ped],
                                      "Pedagogical rates per condition level (descriptive)",
                                      "Mean per-dialogue rate over the dialogues that have a value; differences are not tested."))
-    lines.append(to_markdown(headline_table(units, grid), "Headline per tutor", HEADLINE_NOTE))
+    head = headline_table(units, grid)
+    note = HEADLINE_NOTE + (OUTCOME_HEADLINE_NOTE if "out |r̄|" in head.columns else "")
+    lines.append(to_markdown(head, "Headline per tutor", note))
     margin = float(params.get("equivalence_margin", DEFAULT_MARGIN))
     if "verdict" in units.columns and len(units):
         lines.append(to_markdown(verdict_table(units), f"Verdicts per tutor (margin ±{margin:.2f})", VERDICT_NOTE))
@@ -420,6 +547,8 @@ def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=
                                                       missing_turns=("missing_turns", "sum")).reset_index()
         agg["missing_rate"] = agg["missing_turns"] / agg["sent_turns"].where(agg["sent_turns"] > 0)
         lines.append(to_markdown(agg, "Missing judge labels per task", "Per condition level: missing_labels.md."))
+    lines.extend(extension_section(units, labels, grid))
+    lines.extend(outcome_section(runs))
     failed = sum(1 for r in runs for f in r.failures if f.stage != "judge")
     n_missing = sum(1 for r in runs for f in r.failures if f.stage == "judge")
     lines.append(f"Failures: {failed} dialogue(s) ended by a failed model call, {n_missing} missing judge label(s); "
@@ -532,7 +661,7 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
     ``edufair judge-human --out`` folder) add their parts to the "Judge validity" section.
     ``html``: also write ``index.html`` and its ``viewer/`` folder (``report.html``), with the
     twin transcripts when the inputs gathered them."""
-    from edufair_metrics.report.figures import all_figures  # matplotlib: only when writing a report
+    from edufair_metrics.report.figures import all_figures, fig_implicit_names  # matplotlib: only when writing a report
 
     runs, scans = inputs.runs, inputs.scans
     params.validate()
@@ -581,6 +710,13 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
     written += ["levels.csv", "levels.md"]
     if figures:
         written += [p.name for p in all_figures(units, out_dir, levels, labels)]
+    names = name_effects(df)
+    if len(names):  # many names per group: every name's own r
+        atomic_write_text(out_dir / "names.csv", names.to_csv(index=False))
+        written.append("names.csv")
+        if figures:
+            path = fig_implicit_names(names, out_dir / "fig_implicit_names.png", labels)
+            written += [path.name] if path is not None else []
     next_turn = next_turn_table(scans)
     atomic_write_text(out_dir / "next_turn_independence.csv", next_turn.to_csv(index=False))
     written.append("next_turn_independence.csv")

@@ -9,7 +9,8 @@ from typing import Any, Sequence
 
 from edufair_metrics.bank import bank_path, load_bank
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.protocol import expand_documents
+from edufair_metrics.protocol import expand_documents, extension_provenance, protocol_for
+from edufair_metrics.protocol.names import NAMES_CONDITION, NamesDraw
 
 
 @dataclass(frozen=True)
@@ -17,11 +18,15 @@ class TaskDocuments:
     documents: list[dict[str, Any]]
     sample: dict[str, Any] | None  # the question sample's provenance (None: the whole bank)
     bank_file: Any  # the bank file read (its hash goes into provenance)
+    # an extension condition's protocol provenance (its version and file hash; protocol.extension_provenance),
+    # None for the paper's conditions
+    protocol: dict[str, Any] | None = None
 
 
 def task_documents(task: str, condition: str, domain: str, settings) -> TaskDocuments:
     """One document per (question, level), question-major, for the task ``task`` of ``condition``
-    in ``domain`` under the runner ``settings`` (levels, bank_dir, sample, placebo)."""
+    in ``domain`` under the runner ``settings`` (levels, bank_dir, sample, placebo; for the names
+    condition the names drawn, ``edufair.names``, recorded in ``protocol``)."""
     items = load_bank(domain, settings.bank_dir)
     sample = None
     if settings.sample is not None:
@@ -30,12 +35,30 @@ def task_documents(task: str, condition: str, domain: str, settings) -> TaskDocu
         sample = settings.sample.provenance(items, selected)
         items = selected
     levels = list(settings.levels) if settings.levels is not None else None
+    protocol = extension_provenance(condition)
+    names = getattr(settings, "names", None)
+    if condition == NAMES_CONDITION:
+        # k names per gender x ethnicity cell, drawn once (the same for every tutor and machine)
+        body = protocol_for(condition)["conditions"][condition]
+        draw = names if names is not None else NamesDraw.from_setting(body.get("draw") or {}, path="protocol draw")
+        drawn = [lv for cell in draw.draw(body["levels"]).values() for lv in cell]
+        order = [lv["level"] for lv in body["levels"] if lv["level"] in drawn]
+        if levels is not None:
+            outside = [lv for lv in levels if lv not in order]
+            if outside:
+                raise EduFairError(f"{task}: edufair.levels {', '.join(outside)} are not among the names drawn "
+                                   f"(edufair.names k={draw.k}, seed={draw.seed}: {', '.join(order)})")
+        levels = levels if levels is not None else order
+        protocol = {**(protocol or {}), "names_draw": draw.provenance(body["levels"])}
+    elif names is not None:
+        raise EduFairError(f"{task}: edufair.names (k names per cell) applies only to the edufair_implicit_names "
+                           "tasks; remove it from this task's settings")
     docs = expand_documents(items, condition, levels)
     if settings.placebo is not None:  # one level again, independent tutor sampling
         docs = settings.placebo.expand(docs, task)
     if not docs:
         raise EduFairError(f"{task}: the bank for {domain} is empty")
-    return TaskDocuments(docs, sample, bank_path(domain, settings.bank_dir))
+    return TaskDocuments(docs, sample, bank_path(domain, settings.bank_dir), protocol)
 
 
 def question_blocks(pairs: Sequence[tuple[int, dict[str, Any]]]) -> list[list[tuple[int, dict[str, Any]]]]:

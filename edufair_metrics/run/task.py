@@ -6,8 +6,9 @@ Inspect's ``task_run``): documents in, dialogue records and call counts out.
 
 The dialogues of all documents run together (``dialogue.loop.run_dialogues``: one batched call per
 side and turn), every tutor turn is judged (``judge_settings`` None: labels recorded missing,
-``judge_disabled``), and each dialogue becomes a :class:`~edufair_metrics.records.DialogueRecord`
-(``runlog.build``). lm-eval's task (``edufair_metrics.lmeval.task.EduFairTask``) only adapts the
+``judge_disabled``), with ``edufair.posttest`` the student answers each finished dialogue's question
+once more (``dialogue.posttest``, one student call per dialogue), and each dialogue becomes a
+:class:`~edufair_metrics.records.DialogueRecord` (``runlog.build``). lm-eval's task (``edufair_metrics.lmeval.task.EduFairTask``) only adapts the
 harness to this function: its LM becomes the tutor, its documents and decoding settings the spec.
 """
 
@@ -22,9 +23,11 @@ from edufair_metrics.cache import CallCache
 from edufair_metrics.dialogue import DialogueState
 from edufair_metrics.dialogue.generation import CachedGenerator, ChatModel
 from edufair_metrics.dialogue.loop import run_dialogues
+from edufair_metrics.dialogue.posttest import run_posttests
 from edufair_metrics.errors import Interrupted
 from edufair_metrics.judge.prompt import judge_prompts_path
 from edufair_metrics.judge.settings import JudgeSettings
+from edufair_metrics.protocol import posttest_prompt, posttest_provenance
 from edufair_metrics.provenance import run_provenance
 from edufair_metrics.failures import CallCounts
 from edufair_metrics.records import DialogueRecord, DocumentFacts
@@ -65,6 +68,8 @@ class TaskSpec:
     bank_file: Path | None = None
     # how the task is split and batched: {"world_size", "tutor_batch_size", "shard"} (provenance)
     execution: dict[str, Any] | None = None
+    # an extension condition's protocol provenance (run.TaskDocuments.protocol); None for the paper's
+    protocol: dict[str, Any] | None = None
 
 
 @dataclass
@@ -95,8 +100,11 @@ def run_task(spec: TaskSpec, settings, documents: Sequence[dict[str, Any]], *, t
         bank_file=spec.bank_file or Path(""), domain=spec.domain, judge_prompts_file=judge_prompts_path(),
         models={"tutor": tutor.provenance(), "student": student.identity or {}},
         decoding={"tutor": tutor_gk, "student": student_gk}, max_tutor_turns=settings.max_tutor_turns,
-        seeds=dict(spec.seeds), sample=spec.sample, execution=spec.execution,
+        seeds=dict(spec.seeds), sample=spec.sample, execution=spec.execution, protocol=spec.protocol,
     )
+    posttest = bool(getattr(settings, "posttest", False))
+    if posttest:  # outcome fairness: one more student turn per finished dialogue (dialogue/posttest.py)
+        provenance["posttest"] = posttest_provenance()
     tutor_gen = CachedGenerator(tutor.model, "tutor", tutor.identity or {}, cache if tutor.identity else None)
     student_gen = CachedGenerator(student.model, "student", student.identity or {}, cache if student.identity else None)
     for generator in (tutor_gen, student_gen):
@@ -114,6 +122,7 @@ def run_task(spec: TaskSpec, settings, documents: Sequence[dict[str, Any]], *, t
         student=student.identity, student_decoding=student_gk, judge=judge.output_identity() if judge else None,
         max_tutor_turns=settings.max_tutor_turns, system_instruction=spec.system_instruction, seeds=spec.seeds,
         documents=[[i, d.get("question_id"), d.get("level")] for i, d in zip(doc_ids, documents)],
+        **({"posttest": provenance["posttest"]} if posttest else {}),
     ), counts_so_far)
     states = [DialogueState(doc=doc) for doc in documents]
     log.info("edufair: %s: %d dialogues, up to %d tutor turns", spec.name, len(states), settings.max_tutor_turns)
@@ -125,12 +134,18 @@ def run_task(spec: TaskSpec, settings, documents: Sequence[dict[str, Any]], *, t
         except KeyboardInterrupt:  # every finished call is in the cache; say how far the run got
             raise Interrupted(dialogues=sum(s.done for s in states), labels=0) from None
         transcripts = [s.to_transcript(task=spec.name, doc_id=i) for s, i in zip(states, doc_ids)]
+        posttests = None
+        if posttest:
+            try:
+                posttests = run_posttests(student_gen, transcripts, documents, student_gk, posttest_prompt)
+            except KeyboardInterrupt:
+                raise Interrupted(dialogues=len(states), labels=0) from None
         summary: dict[str, Any] = {}
         try:
             records = judge_and_build(transcripts, judge=judge, cache=cache,
                                       documents=[DocumentFacts.from_doc(d) for d in documents],
                                       run_provenance=provenance, progress=progress, summary=summary,
-                                      judge_counts=judge_counts)
+                                      judge_counts=judge_counts, posttests=posttests)
         except Interrupted as exc:
             raise Interrupted(dialogues=len(states), labels=exc.labels) from None
     counts = recorder.finish(counts_so_far())

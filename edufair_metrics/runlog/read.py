@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Iterator
 
 from edufair_metrics.detectors import DETECTOR_VERSION, RETIRED_DETECTOR_METRICS, STORED_METRICS, all_scores
+from edufair_metrics.detectors.outcome import OUTCOME_VERSION, score_posttest, stored_outcome
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import iter_jsonl
-from edufair_metrics.records import DialogueRecord, record_in_line
+from edufair_metrics.records import OUTCOME_METRICS, DialogueRecord, record_in_line
 from edufair_metrics.runlog.layout import samples_task
 from edufair_metrics.scores import TURN_COUNTS_VERSION, pedagogical_counts
 
@@ -59,6 +60,23 @@ def _lacks_gold_metrics(record: DialogueRecord) -> bool:
             and "student_correct_answer_rate" not in record.scores.scores)
 
 
+def complete_outcome(record: DialogueRecord) -> bool:
+    """Score a stored post-test again (``detectors.outcome``, no model call) when it was scored by
+    another definition, or when the gold became known only now; in place. Returns True when the
+    outcome metrics were recomputed. A record without a post-test has no outcome metric."""
+    post = record.posttest
+    if post is None:
+        return False
+    if post.scored_version == OUTCOME_VERSION and (post.verdict is not None or not record.document.answer_forms
+                                                   or post.answer is None):
+        return False
+    record.posttest = score_posttest(record.transcript, post, record.document.answer_forms)
+    for m in OUTCOME_METRICS:
+        record.scores.scores.pop(m, None)
+    record.scores.scores.update(stored_outcome(record.posttest))
+    return True
+
+
 def complete_turn_counts(record: DialogueRecord) -> bool:
     """Fill in the per-metric turn counts (``DialogueScores.turn_counts``: applicable and positive
     judged turns) of a record written before they were stored, or by an older definition, from its
@@ -99,6 +117,7 @@ def iter_records(path: str | Path, *, stats: ReadStats | None = None, complete: 
         if complete:
             done = complete_record(record)
             done = complete_turn_counts(record) or done
+            done = complete_outcome(record) or done
             if done and stats is not None:
                 stats.completed += 1
         yield RecordLine(where, record)

@@ -83,7 +83,7 @@ def rejudge_samples(inputs: list[str], out_dir: Path, *, judge: JudgeSettings, c
     try:
         rebuilt = judge_and_build([r.transcript for r in records], judge=judge, cache=cache,
                                   documents=[r.document for r in records], provenances=[r.provenance for r in records],
-                                  progress=progress, summary=summary)
+                                  progress=progress, summary=summary, posttests=[r.posttest for r in records])
     except Interrupted as exc:  # the dialogues are all there (read from the files); say so
         raise Interrupted(dialogues=len(records), labels=exc.labels) from None
     it = iter(rebuilt)

@@ -16,12 +16,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
-from edufair_metrics import PROTOCOL_VERSION
+from edufair_metrics import EXTENSION_PROTOCOL_VERSION, PROTOCOL_VERSION
 from edufair_metrics.bank import domain_label
 from edufair_metrics.cache import model_identity
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.failures import FailureKind, sum_call_counts
-from edufair_metrics.records import JUDGE_MISSING, RECORD_KEY, DialogueRecord, DialogueScores, failed_stage
+from edufair_metrics.records import (
+    EXTENSION_CONDITIONS,
+    JUDGE_MISSING,
+    RECORD_KEY,
+    DialogueRecord,
+    DialogueScores,
+    failed_stage,
+)
 from edufair_metrics.runlog.layout import (
     RunFiles,
     RunFolder,
@@ -71,6 +78,9 @@ class Run:
     # (results_*.json configs.<task>.metadata.edufair_provenance; empty for older runs)
     package: dict[str, dict[str, Any]] = field(default_factory=dict)
     protocol_versions: set[str] = field(default_factory=set)
+    # the protocol versions by scope: "paper" (the paper's conditions) and "extension" (EduFair's
+    # extension conditions, records.EXTENSION_CONDITIONS); each scope has its own version
+    protocol_scopes: dict[str, set[str]] = field(default_factory=dict)
     skipped_lines: int = 0  # samples lines without an EduFair record
     # provenance fields that must agree to pool runs: field -> {value: where first seen}
     compat: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -114,9 +124,13 @@ def record_failures(record: DialogueRecord) -> list[Failure]:
 def compat_fields(prov: dict[str, Any]) -> dict[str, str]:
     """The provenance fields that must be identical across everything pooled into one report."""
     out: dict[str, str] = {}
-    for name in ("protocol_version", "protocol_sha256", "judge_prompts_sha256"):
+    extension = prov.get("protocol_extensions_sha256") is not None  # an extension condition's record
+    for name in ("protocol_version", "protocol_sha256", "judge_prompts_sha256", "protocol_extensions_sha256"):
         if prov.get(name) is not None:
-            out[name] = str(prov[name])
+            # the paper's and the extensions' protocol versions differ by design: each is compared
+            # within its own scope (check_protocol says which version each scope must have)
+            key = "protocol_version (extension conditions)" if name == "protocol_version" and extension else name
+            out[key] = str(prov[name])
     judge = (prov.get("models") or {}).get("judge")
     if judge:
         out["judge model"] = str(judge.get("model"))
@@ -134,6 +148,9 @@ def compat_fields(prov: dict[str, Any]) -> dict[str, str]:
     bank = prov.get("bank") or {}
     if bank.get("sha256"):
         out[f"bank sha256 ({bank.get('domain')})"] = str(bank["sha256"])
+    draw = prov.get("names_draw")
+    if isinstance(draw, dict):  # the names of a names task: two draws are two sets of levels, not one population
+        out["names draw"] = json.dumps(draw, sort_keys=True, ensure_ascii=False)
     if prov.get("max_tutor_turns") is not None:
         out["max_tutor_turns"] = str(prov["max_tutor_turns"])
     world_size = (prov.get("execution") or {}).get("world_size")
@@ -171,6 +188,8 @@ def _add(run: Run, line: RecordLine) -> None:
     pv = record.provenance.get("protocol_version")
     if pv:
         run.protocol_versions.add(str(pv))
+        scope = "extension" if ds.condition in EXTENSION_CONDITIONS else "paper"
+        run.protocol_scopes.setdefault(scope, set()).add(str(pv))
     for name, value in compat_fields(record.provenance).items():
         run.compat.setdefault(name, {}).setdefault(value, line.where)
 
@@ -378,17 +397,33 @@ def load_run(path: str | Path, label: str | None = None, *, visit: RecordVisitor
     return _load_group(_folder_label(folders[0], files, labels, Path(path).expanduser()), [(folders[0], files)], visit)
 
 
+# the protocol version each scope of records must carry (a paper condition's or an extension condition's)
+SCOPE_VERSIONS = {"paper": PROTOCOL_VERSION, "extension": EXTENSION_PROTOCOL_VERSION}
+
+
 def check_protocol(runs: Sequence[Run]) -> None:
-    """Refuse runs of different protocol versions, or of another version than this EduFair's."""
-    versions = set().union(*(r.protocol_versions for r in runs)) if runs else set()
-    if len(versions) > 1:
-        raise EduFairError(f"runs use different protocol versions ({', '.join(sorted(versions))}); refusing to pool them")
-    if versions and versions != {str(PROTOCOL_VERSION)}:
-        where = next(str(r.model_dir) for r in runs if r.protocol_versions)
-        raise EduFairError(
-            f"{where}: results use protocol version {', '.join(sorted(versions))}, this edufair implements "
-            f"{PROTOCOL_VERSION}; refusing to report them (use the matching edufair release)"
-        )
+    """Refuse runs of different protocol versions, or of another version than this EduFair's: the
+    records of the paper's conditions must carry ``PROTOCOL_VERSION``, those of EduFair's extension
+    conditions ``EXTENSION_PROTOCOL_VERSION`` (any other version, or a version of the other scope, is
+    refused)."""
+    for scope, expected in SCOPE_VERSIONS.items():
+        holders = [r for r in runs if _scope_versions(r).get(scope)]
+        versions = set().union(*(_scope_versions(r)[scope] for r in holders)) if holders else set()
+        if len(versions) > 1:
+            raise EduFairError(f"runs use different protocol versions ({', '.join(sorted(versions))}); refusing to pool them")
+        if versions and versions != {str(expected)}:
+            what = "" if scope == "paper" else " for its extension conditions"
+            raise EduFairError(
+                f"{holders[0].model_dir}: results use protocol version {', '.join(sorted(versions))}, this edufair "
+                f"implements {expected}{what}; refusing to report them (use the matching edufair release)"
+            )
+
+
+def _scope_versions(run: Run) -> dict[str, set[str]]:
+    """A run's protocol versions by scope (a Run built without scopes: all of them the paper's)."""
+    if run.protocol_scopes:
+        return run.protocol_scopes
+    return {"paper": set(run.protocol_versions)} if run.protocol_versions else {}
 
 
 def check_compatible(runs: Sequence[Run]) -> None:

@@ -1,6 +1,7 @@
 """The composed settings model of one EduFair task: :class:`RunnerSettings` (with the simulated
 student's :class:`StudentSettings`). Every other block is the model of the stage that uses it:
 ``bank/sample.QuestionSample``, ``bank/shard.Shard``, ``protocol/placebo.PlaceboReplicate``,
+``protocol/names.NamesDraw``,
 ``judge/settings.JudgeSettings``, ``cache.CachePolicy``."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from edufair_metrics.bank.sample import QuestionSample
 from edufair_metrics.bank.shard import Shard
 from edufair_metrics.cache import CachePolicy
 from edufair_metrics.judge.settings import JudgeSettings
+from edufair_metrics.protocol.names import NamesDraw
 from edufair_metrics.protocol.placebo import PlaceboReplicate
 from edufair_metrics.schema import SettingsModel
 
@@ -96,6 +98,12 @@ class RunnerSettings(SettingsModel):
     sample: QuestionSample | None = None  # the paper's fixed stratified subsample, or None
     placebo: PlaceboReplicate | None = None  # one level run again with independent sampling, or None
     shard: Shard | None = None  # this run's part of the task's questions (k runs pooled by the report), or None
+    # the names tasks (edufair_implicit_names_*): k names per gender x ethnicity cell and the draw's
+    # seed; None: the defaults of protocol-extensions.yaml. An error on any other task.
+    names: NamesDraw | None = None
+    # outcome fairness (an extension): after each finished dialogue the same student answers the
+    # question once more, alone (one student call per dialogue; dialogue/posttest.py)
+    posttest: bool = False
     student: StudentSettings = Field(description="the simulated student: {model: ..., model_args: {...}}")
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     cache: CachePolicy = Field(default_factory=CachePolicy)

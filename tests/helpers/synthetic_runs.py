@@ -34,6 +34,7 @@ import numpy as np
 import yaml
 
 from edufair_metrics import PROTOCOL_VERSION
+from edufair_metrics.protocol import extension_provenance
 from edufair_metrics.bank import bank_path, load_bank
 from edufair_metrics.cache import model_identity
 from edufair_metrics.judge import JudgeSettings, judge_prompts_path
@@ -41,6 +42,7 @@ from edufair_metrics.protocol import condition_levels, protocol_hash
 from edufair_metrics.provenance import record_provenance, run_provenance
 from edufair_metrics.runlog import build_record
 from edufair_metrics.records import (
+    ALL_CONDITIONS,
     CONVERSATION_METRICS,
     PEDAGOGICAL_METRICS,
     TASK_DOMAINS,
@@ -52,8 +54,8 @@ from edufair_metrics.records import (
 from lm_eval_tasks import TASKS_DIR
 
 CONDITIONS = ("explicit", "implicit", "opposite")
-# condition -> [(dimension, level)] in protocol order
-LEVELS = {c: [(lv.dimension, lv.level) for lv in condition_levels(c)] for c in CONDITIONS}
+# condition -> [(dimension, level)] in protocol order (the extension conditions too: conditions=(...))
+LEVELS = {c: [(lv.dimension, lv.level) for lv in condition_levels(c)] for c in ALL_CONDITIONS}
 DOMAIN_SUFFIX = {v: k for k, v in TASK_DOMAINS.items()}
 # the lm-eval filter every EduFair metric goes through (results keys are "<metric>,judged")
 FILTER = "judged"
@@ -160,9 +162,10 @@ def run_part(tutor: str, domain: str) -> dict[str, Any]:
     )
 
 
-def full_provenance(tutor: str, domain: str) -> dict[str, Any]:
+def full_provenance(tutor: str, domain: str, condition: str = "explicit") -> dict[str, Any]:
     """A record provenance exactly as a task run (run/task.py + runlog/build.py) writes it."""
-    return record_provenance(judge_info(), run_part(tutor, domain), protocol_hash())
+    return record_provenance(judge_info(), {**run_part(tutor, domain), **(extension_provenance(condition) or {})},
+                             protocol_hash())
 
 
 SHIPPED = "shipped"
@@ -234,16 +237,17 @@ def write_run(
         results["model_name"] = tutor
         results["model_name_sanitized"] = model_dir.name
     (model_dir / f"results_{timestamp}.json").write_text(json.dumps(results), encoding="utf-8")
-    full: dict[str, dict[str, Any]] = {}  # domain -> provenance (one per task in a real run)
+    full: dict[tuple, dict[str, Any]] = {}  # (domain, condition) -> provenance (one per task in a real run)
     for task, items in by_task.items():
         lines = []
         for doc_id, s in enumerate(items):
             if provenance is None:
-                prov = {"protocol_version": PROTOCOL_VERSION}
+                prov = {"protocol_version": (extension_provenance(s.condition) or {}).get("protocol_version",
+                                                                                            PROTOCOL_VERSION)}
             else:
-                if s.domain not in full:
-                    full[s.domain] = _merge(full_provenance(tutor, s.domain), provenance)
-                prov = full[s.domain]
+                if (s.domain, s.condition) not in full:
+                    full[(s.domain, s.condition)] = _merge(full_provenance(tutor, s.domain, s.condition), provenance)
+                prov = full[(s.domain, s.condition)]
             turns, judgements = dialogue(s) if dialogue else ([], [])
             record = make_record(s, task, doc_id, stop_reason(s) if stop_reason else None, prov, turns, judgements)
             doc = {"id": s.question_id, "level": s.level}

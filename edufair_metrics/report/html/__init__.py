@@ -40,7 +40,7 @@ from edufair_metrics.analysis.grid import metric_kind
 from edufair_metrics.io import atomic_write_text
 from edufair_metrics.judge.parse import JUDGE_FIELDS
 from edufair_metrics.protocol.contrasts import load_contrasts
-from edufair_metrics.records import JUDGE_FIELD_FOR_METRIC, PEDAGOGICAL_METRICS
+from edufair_metrics.records import EXTENSION_CONDITIONS, JUDGE_FIELD_FOR_METRIC, PEDAGOGICAL_METRICS
 from edufair_metrics.report.html.spool import BUCKETS, EvidenceSpool, bucket_of, js_json
 
 VIEWER_DIR = "viewer"
@@ -287,6 +287,7 @@ def write_html(out_dir: str | Path, *, runs, df, grid, units, params, headline, 
         "judge_fields": list(JUDGE_FIELDS),
         "verdicts": list(VERDICTS),
         "conditions": _conditions(grid),
+        "extension_conditions": list(EXTENSION_CONDITIONS),
         "grid": _grid_rows(grid, cell_of),
         "headline": _table(headline),
         "verdict_counts": _verdict_counts(units),

@@ -110,9 +110,12 @@
     independence_ratio: ["Indep. (det.)", "Independence ratio (detector)"],
     student_words: ["S words", "Words per student turn"], student_reasoning_rate: ["S reasoning", "Student turns with a reasoning step"],
     student_asks_answer_rate: ["S asks", "Student asks for the answer"], student_wrong_answer_rate: ["S wrong", "Student states a wrong answer"],
-    student_correct_answer_rate: ["S correct", "Student states the gold"], student_refusal_rate: ["S refuses", "Student refuses / gives up"]
+    student_correct_answer_rate: ["S correct", "Student states the gold"], student_refusal_rate: ["S refuses", "Student refuses / gives up"],
+    posttest_correct: ["Post-test", "Post-test answer correct (outcome)"], learning_gain: ["Gain", "Learning gain: post-test minus pre-test"],
+    learned_unrevealed: ["Learned", "Correct on the post-test, not before, gold never revealed"],
+    revealed_outcome: ["Revealed", "Correct on the post-test after the tutor revealed the gold"]
   };
-  var KIND_NAMES = {pedagogical: "Pedagogical (judge)", conversation: "Conversation", detector: "Detector (judge-free)", student: "Student monitor (judge-free)"};
+  var KIND_NAMES = {pedagogical: "Pedagogical (judge)", conversation: "Conversation", detector: "Detector (judge-free)", student: "Student monitor (judge-free)", outcome: "Outcome: post-test (judge-free)"};
   var VERDICT_TEXT = {
     flag: ["flag", "the test survives the multiplicity correction over the family's units (FDR)"],
     unconfirmed: ["unconfirmed", "flagged per dialogue, but the turn-level test over the judged turns does not confirm it (a length effect?)"],
@@ -123,7 +126,8 @@
   };
   var JUDGE_CHIP = {student_mistake_prev_turn: "student erred", correction_tone: "tone", mistake_recognize: "recognize",
     answer_leakage: "leak", scaffolding_guidance: "scaffold", actionability: "action"};
-  var CONDITION_ORDER = ["explicit", "implicit", "opposite"];
+  var CONDITION_ORDER = ["explicit", "implicit", "opposite", "intersectional", "implicit_names"];
+  var EXTENSION_CONDITIONS = D.extension_conditions || [];  // records.EXTENSION_CONDITIONS
   var DOMAIN_ORDER = ["mathematics", "physics", "chemistry"];
   var metricsByName = {}; D.metrics.forEach(function (m, i) { m.index = i; metricsByName[m.name] = m; });
   function mShort(m) { return (METRIC_NAMES[m] || [m])[0]; }
@@ -184,7 +188,7 @@
     var box = el("div", {cls: "vkinds"});
     Object.keys(KIND_NAMES).forEach(function (kind) {
       var c = counts[kind]; if (!c) return;
-      var line = el("div", {cls: "chips"}, el("span", {cls: "small muted", style: "min-width:44px", text: {pedagogical: "ped", conversation: "conv", detector: "det"}[kind] || kind}));
+      var line = el("div", {cls: "chips"}, el("span", {cls: "small muted", style: "min-width:44px", text: {pedagogical: "ped", conversation: "conv", detector: "det", outcome: "out"}[kind] || kind}));
       D.verdicts.forEach(function (v) { if (c[v]) line.appendChild(el("span", {cls: "chip v-" + v, title: (VERDICT_TEXT[v] || [])[1]}, c[v] + " " + (VERDICT_TEXT[v] || [v])[0])); });
       box.appendChild(line);
     });
@@ -341,7 +345,8 @@
     cb.addEventListener("change", function () { state.all = cb.checked; renderGrid(); });
     controls.appendChild(el("label", {cls: "small"}, cb, " also non-headline contrasts (SES pairwise, Opposite decomposition)"));
 
-    var rows = G.filter(function (g) { return g.tutor === state.tutor && (state.all || g.headline); });
+    // an extension condition's contrasts are never the paper's headline; they are shown like headline ones
+    var rows = G.filter(function (g) { return g.tutor === state.tutor && (state.all || g.headline || EXTENSION_CONDITIONS.indexOf(g.condition) >= 0); });
     var metrics = D.metrics.map(function (m) { return m.name; }).filter(function (m) { return rows.some(function (g) { return g.metric === m; }); });
     var byKey = {}, keys = [];
     rows.forEach(function (g) { var k = rowKey(g); if (!byKey[k]) { byKey[k] = {}; keys.push(g); } byKey[k][g.metric] = g; });
@@ -670,6 +675,12 @@
     var note = el("div", {cls: "endnote" + (stopped ? " stopped" : ""), "data-stop": ev.rule || ""}, text);
     if (dlg.err) note.appendChild(el("div", {cls: "error", text: "Failed: " + (dlg.err[0] || "") + (dlg.err[1] ? " — " + dlg.err[1] : "")}));
     if (dlg.failed) note.appendChild(el("div", {cls: "error small", text: D.params.keep_failed_dialogues ? "kept in the contrasts, scored on its partial turns" : "left out of the contrasts: its question's pairs with this level dropped out"}));
+    if (dlg.pt) {
+      var pt = dlg.pt, verdict = pt[4] ? "failed (" + pt[4] + ")" : (pt[1] || "not scored").replace(/_/g, " ");
+      note.appendChild(el("div", {cls: "posttest", "data-posttest": pt[1] || ""}, "Post-test (the student alone, after the dialogue): " +
+        (pt[0] === null ? "no answer stored" : "“" + pt[0] + "”") + " → " + verdict + " · pre-test (opening turn): " +
+        (pt[2] || "?").replace(/_/g, " ") + " · tutor revealed the gold: " + (pt[3] === null ? "?" : pt[3] ? "yes (a revealed outcome, not learning)" : "no")));
+    }
     return note;
   }
 

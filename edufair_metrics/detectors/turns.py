@@ -1,0 +1,63 @@
+"""The deterministic detectors' turn-level reading of one transcript (:func:`detect_turns`), shared by
+the per-dialogue detector metrics (``detectors``) and the post-test's reveal check
+(``detectors.outcome``). Definitions: ``detectors`` (package docstring) and ``detectors.reveal``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from edufair_metrics.detectors.reasoning import attempts_reasoning
+from edufair_metrics.detectors.reveal import confirms_answer, leaks_answer, partially_reveals
+from edufair_metrics.errors import EduFairError
+from edufair_metrics.records import DOMAINS, Transcript
+
+
+def _check_domain(domain: str) -> None:
+    if domain not in DOMAINS:
+        raise EduFairError(f"unknown domain {domain!r}; expected one of {', '.join(DOMAINS)}")
+
+
+@dataclass(frozen=True)
+class TurnDetection:
+    """Detector labels of one transcript, per turn index: for tutor turns leak, partial reveal and
+    confirmation (each read with the turns before it), for student turns after the opening a
+    reasoning attempt."""
+
+    leaks: dict[int, bool]  # tutor turn index -> leaks the gold
+    attempts: dict[int, bool]  # student turn index (after the opening) -> attempts reasoning
+    next_turn: list[tuple[int, bool, bool]]  # (tutor turn index, revealed, next student turn attempts)
+    partial: dict[int, bool] | None = None  # tutor turn index -> partially reveals
+    confirms: dict[int, bool] | None = None  # tutor turn index -> confirms the student's gold
+
+    def revealed(self, i: int) -> bool:
+        """The tutor turn leaked or partially revealed."""
+        return bool(self.leaks.get(i) or (self.partial or {}).get(i))
+
+
+def detect_turns(transcript: Transcript, answer_forms: list[str] | None) -> TurnDetection:
+    domain = transcript.domain
+    _check_domain(domain)
+    forms = list(answer_forms or [])
+    question = next((t.text for t in transcript.turns if t.role == "question"), None)
+    leaks: dict[int, bool] = {}
+    partial: dict[int, bool] = {}
+    confirms: dict[int, bool] = {}
+    attempts: dict[int, bool] = {}
+    history: list[tuple[str, str]] = []
+    seen_tutor = False
+    for i, turn in enumerate(transcript.turns):
+        if turn.role == "tutor":
+            kw = {"question": question, "history": history}
+            leaks[i] = leaks_answer(turn.text, forms, domain, **kw)
+            confirms[i] = confirms_answer(turn.text, forms, domain, **kw)
+            partial[i] = partially_reveals(turn.text, forms, domain, **kw)
+            seen_tutor = True
+        elif turn.role == "student" and seen_tutor:
+            attempts[i] = attempts_reasoning(turn.text, domain)
+        history = history + [(turn.role, turn.text)]
+    next_turn = []
+    for i in leaks:
+        nxt = next((j for j in range(i + 1, len(transcript.turns)) if transcript.turns[j].role in ("student", "tutor")), None)
+        if nxt is not None and transcript.turns[nxt].role == "student":
+            next_turn.append((i, leaks[i] or partial[i], attempts[nxt]))
+    return TurnDetection(leaks, attempts, next_turn, partial, confirms)
