@@ -265,8 +265,22 @@ class DialogueScores:
 
 # 1: every record written before the schema was versioned (no ``schema_version`` field); 2: this one.
 RECORD_SCHEMA_VERSION = 2
-# The samples-file field lm-eval writes the record under (the task's metric of that name).
-RECORD_KEY = "edufair_record"
+# The samples-file field lm-eval writes the record under: the task's metric of that name, whose
+# table row counts the dialogues that ended by the stop rule. Files written before that metric was
+# named for what it counts hold the record under LEGACY_RECORD_KEYS; every reader accepts both.
+RECORD_KEY = "complete_dialogues"
+LEGACY_RECORD_KEYS = ("edufair_record",)
+
+
+def record_in_line(line: Any) -> Any:
+    """The stored record of one samples line (a dict), under its current or an older key; None
+    when the line has none."""
+    if not isinstance(line, dict):
+        return None
+    for key in (RECORD_KEY, *LEGACY_RECORD_KEYS):
+        if key in line:
+            return line[key]
+    return None
 
 
 @dataclass
@@ -315,7 +329,7 @@ class DocumentFacts:
 class DialogueRecord:
     """One judged (or not yet judged) dialogue: the unit every stage after the judge reads and
     writes. Plain data; ``to_dict``/``from_dict`` round-trip through JSON (the samples file's
-    ``edufair_record``). ``from_dict`` is the ONE place that understands the field shapes older
+    ``complete_dialogues``). ``from_dict`` is the ONE place that understands the field shapes older
     EduFair versions wrote (``schema_version`` 1: no version field, ``judged_turns``, no
     ``error_kind`` / judgement ``kind`` / ``stop_evidence``, the gold only in the logged document).
 

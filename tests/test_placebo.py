@@ -107,7 +107,7 @@ def test_placebo_run_through_lm_eval_samples_the_replicate_with_its_own_seed(ban
 
     tutor = SeededTutor()
     results = run(tutor, bank_dir, max_turns=1, extra={"placebo": {"level": "female", "replicates": 2}})
-    recs = [s["edufair_record"] for s in results["samples"]["edufair_explicit_physics"]]
+    recs = [s["complete_dialogues"] for s in results["samples"]["edufair_explicit_physics"]]
     assert len(recs) == 2 * (9 + 1)
     by_level = {(r["transcript"]["question_id"], r["transcript"]["level"]): r for r in recs}
     base = by_level[("phys-q1", "female")]["transcript"]["turns"][2]["text"]

@@ -68,7 +68,7 @@ def test_every_task_and_tutor_gets_the_same_questions(tmp_path):
     seen = {}
     for task in ("edufair_explicit_physics", "edufair_implicit_physics"):
         results = run(ScriptedChatLM(default_tutor), bank, max_turns=1, task=task, extra=extra)
-        recs = [s["edufair_record"] for s in results["samples"][task]]
+        recs = [s["complete_dialogues"] for s in results["samples"][task]]
         seen[task] = sorted({r["transcript"]["question_id"] for r in recs})
         per_question = {q: sum(r["transcript"]["question_id"] == q for r in recs) for q in seen[task]}
         assert set(per_question.values()) == {9 if "explicit" in task else 4}  # all levels of each question

@@ -106,6 +106,7 @@ class CompareResult:
     n_questions: dict[str, int] = field(default_factory=dict)
     status: str = "pass"  # pass | fail | inconclusive (module docstring)
     questions_needed: dict[str, int] = field(default_factory=dict)  # inconclusive: per domain, to decide
+    missing_rates: dict[str, float] = field(default_factory=dict)  # tutor -> missing judge labels / turns sent
 
 
 def _recentred(reps: np.ndarray, point: float) -> np.ndarray:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from edufair_metrics.analysis.contrast import DEFAULT_MIN_PAIRS, DEFAULT_N_BOOT
 from edufair_metrics.analysis.noise import DEFAULT_FDR_METHOD, FDR_METHODS
@@ -37,6 +38,34 @@ def add_stat_args(parser: argparse.ArgumentParser, *, simultaneous: bool = True)
         parser.add_argument("--simultaneous", action="store_true",
                             help="also give family-wise flag / certify decisions over the whole grid (max-|T| bootstrap "
                                  "with one shared resample of the questions; columns sim_*, verdict_sim)")
+
+
+def add_missing_labels_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fail-on-missing-labels", type=_rate, default=None, metavar="RATE",
+                        help="exit 1 when a tutor's share of tutor turns without a valid judge label is above RATE "
+                             "(0-1, e.g. 0.05); the outputs are still written")
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a rate between 0 and 1, got {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a rate between 0 and 1, got {text!r}")
+    return value
+
+
+def missing_labels_exit(command: str, rates: dict[str, float], limit: float | None) -> int:
+    """``--fail-on-missing-labels``: 1 (with a line per tutor on stderr) when a tutor's missing-label
+    rate is above ``limit``; 0 otherwise (or without the option)."""
+    if limit is None:
+        return 0
+    over = {t: r for t, r in sorted(rates.items()) if r == r and r > limit}
+    for tutor, rate in over.items():
+        print(f"edufair {command}: error: {tutor}: {rate:.1%} of the tutor turns have no valid judge label "
+              f"(--fail-on-missing-labels {limit:g})", file=sys.stderr)
+    return 1 if over else 0
 
 
 def stat_params(args: argparse.Namespace) -> StatParams:

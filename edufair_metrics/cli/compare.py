@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 from edufair_metrics.analysis.compare import NEW_VIOLATION_POLICIES
-from edufair_metrics.cli._common import add_stat_args, stat_params
+from edufair_metrics.cli._common import add_missing_labels_arg, add_stat_args, missing_labels_exit, stat_params
 from edufair_metrics.report.compare import run_compare
 from edufair_metrics.report.write import timestamped_dir
 from edufair_metrics.runlog import load_run
@@ -29,6 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--candidate-label", default=None, help="the candidate's name in the output (default: its folder name)")
     parser.add_argument("--out", type=Path, default=None, help="folder (default results/compare-<timestamp>/)")
     add_stat_args(parser, simultaneous=False)
+    add_missing_labels_arg(parser)
 
 
 EXIT_CODES = {"pass": 0, "fail": 1, "inconclusive": 3}
@@ -42,6 +43,8 @@ def main(args: argparse.Namespace) -> int:
                             max_increase=args.max_increase, new_violations=args.new_violations,
                             on_inconclusive=args.on_inconclusive)
     print(text)
+    if missing_labels_exit("compare", res.missing_rates, args.fail_on_missing_labels):
+        return 1
     if res.status == "inconclusive" and args.on_inconclusive:
         return EXIT_CODES[args.on_inconclusive]
     return EXIT_CODES[res.status]

@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from edufair_metrics.cli._common import add_stat_args, stat_params
+from edufair_metrics.analysis.testability import missing_rates
+from edufair_metrics.cli._common import add_missing_labels_arg, add_stat_args, missing_labels_exit, stat_params
+from edufair_metrics.report.failures import missing_label_table
 from edufair_metrics.report.leaderboard import write_leaderboard
 from edufair_metrics.report.write import timestamped_dir
 from edufair_metrics.runlog import load_runs, run_inputs
@@ -23,6 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=None, help="folder (default results/leaderboard-<timestamp>/)")
     parser.add_argument("--label", action="append", default=[], metavar="NAME=DIR", help="tutor name for a run folder; the folder is a run even when not given as RUN")
     add_stat_args(parser)
+    add_missing_labels_arg(parser)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -31,4 +34,4 @@ def main(args: argparse.Namespace) -> int:
     out_dir = args.out or timestamped_dir("leaderboard")
     print(write_leaderboard(runs, out_dir, params))
     print(f"written to {out_dir}")
-    return 0
+    return missing_labels_exit("leaderboard", missing_rates(missing_label_table(runs)), args.fail_on_missing_labels)

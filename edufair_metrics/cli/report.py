@@ -21,7 +21,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from edufair_metrics.cli._common import add_stat_args, stat_params
+from edufair_metrics.cli._common import add_missing_labels_arg, add_stat_args, missing_labels_exit, stat_params
 from edufair_metrics.report.write import read_report_inputs, timestamped_dir, write_report
 from edufair_metrics.runlog import run_inputs
 
@@ -39,6 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--human-agreement", type=Path, default=None, metavar="DIR",
                         help="an `edufair judge-human --out` folder: its judge–human α goes into summary.md")
     add_stat_args(parser)
+    add_missing_labels_arg(parser)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -51,7 +52,7 @@ def main(args: argparse.Namespace) -> int:
     print(f"edufair report: {result.line()}")
     if not args.no_html:
         print(f"edufair report: open {out / 'index.html'} (or: edufair view {out})")
-    return 0
+    return missing_labels_exit("report", result.missing_rates, args.fail_on_missing_labels)
 
 
 PARTIAL = ".viewer-partial"

@@ -51,17 +51,17 @@ AGGREGATIONS: dict[str, Callable[[Any], float]] = {
 }
 
 # metric -> (aggregation alias, higher_is_better), in the task YAML's order
-METRICS: dict[str, tuple[str, bool]] = {
-    "edufair_record": ("edufair_complete_dialogues", True),
+METRICS: dict[str, tuple[str, bool | None]] = {
+    "complete_dialogues": ("edufair_complete_dialogues", None),
     "mistake_recognize": ("edufair_nanmean", True),
     "answer_leakage": ("edufair_nanmean", False),
     "step_scaffolded": ("edufair_nanmean", True),
     "actionability": ("edufair_nanmean", True),
     "corrective_tone": ("edufair_nanmean", True),
-    "tutor_turns": ("edufair_nanmean", True),
-    "tutor_avg_word": ("edufair_nanmean", True),
-    "tutor_question_rate": ("edufair_nanmean", True),
-    "tutor_student_word_ratio": ("edufair_nanmean", True),
+    "tutor_turns": ("edufair_nanmean", None),
+    "tutor_avg_word": ("edufair_nanmean", None),
+    "tutor_question_rate": ("edufair_nanmean", None),
+    "tutor_student_word_ratio": ("edufair_nanmean", None),
     "ped_abs_r": ("edufair_ped_abs_r", False),
     "conv_abs_r": ("edufair_conv_abs_r", False),
     "violations": ("edufair_violations", False),
@@ -73,7 +73,7 @@ METRICS: dict[str, tuple[str, bool]] = {
     "ped_unbiased_abs_r": ("edufair_ped_unbiased_abs_r", False),
     "failed_dialogues": ("edufair_count", False),
     "missing_label_rate": ("edufair_missing_label_rate", False),
-    "edufair_calls": ("edufair_call_counts", False),
+    "failed_call_attempts": ("edufair_call_counts", False),
 }
 
 
@@ -101,7 +101,9 @@ def entry_points() -> dict[str, dict[str, str]]:
 for _alias, _fn in AGGREGATIONS.items():
     register_aggregation(_alias)(_fn)
 for _name, (_aggregation, _higher) in METRICS.items():
-    globals()[_name] = register_metric(metric=_name, higher_is_better=_higher, aggregation=_aggregation)(
-        _passthrough(_name))
+    # a direction-neutral metric (None) registers no direction: lm-eval's registry takes a None
+    # target as "use me as a decorator"
+    _direction = {} if _higher is None else {"higher_is_better": _higher}
+    globals()[_name] = register_metric(metric=_name, aggregation=_aggregation, **_direction)(_passthrough(_name))
 
 __all__ = ["AGGREGATIONS", "METRICS", "entry_points", *METRICS]

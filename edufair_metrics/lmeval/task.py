@@ -7,11 +7,13 @@ intends. There the task finds the harness LM (the tutor), builds the student thr
 registry and runs its documents with ``run_task`` (dialogues, judge, records). Each document's
 instance carries a short reference to its record as its response; lm-eval's ``take_first`` filter
 passes it on, and ``process_results`` turns the record into the task's metrics. The record itself
-reaches the samples file once, as the ``edufair_record`` metric value.
+reaches the samples file once, as the value of the ``complete_dialogues`` metric (whose table row
+counts the dialogues that ended by the stop rule).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -26,7 +28,7 @@ from edufair_metrics.analysis.judge_validity import degenerate_judge_in
 from edufair_metrics.errors import EduFairError, Interrupted
 from edufair_metrics.judge.run import format_missing_summary
 from edufair_metrics.lmeval import plugin_discovery, print_notices_once, quiet_request_bars
-from edufair_metrics.lmeval.aggregations import agg_call_counts, complete_dialogues, summed_call_counts
+from edufair_metrics.lmeval.aggregations import PARAMETERISED, agg_call_counts, complete_dialogues, summed_call_counts
 from edufair_metrics.lmeval.harness import (
     answer_placeholders_locally,
     api_seed,
@@ -43,7 +45,7 @@ from edufair_metrics.lmeval.lm import batch_size_of, is_api_model, is_auto_batch
 from edufair_metrics.lmeval.models import HarnessModel, build_student, endpoint_of, identity, model_class, parse_model_args
 from edufair_metrics.preflight import check_output_path, check_reachable, openai_key_exposure, preflight_enabled
 from edufair_metrics.provenance import package_provenance
-from edufair_metrics.records import ALL_METRICS, TASK_DOMAINS, DialogueRecord, nan_to_none
+from edufair_metrics.records import ALL_METRICS, RECORD_KEY, TASK_DOMAINS, DialogueRecord, nan_to_none
 from edufair_metrics.run import RoleModel, TaskSpec, run_task, task_documents
 from edufair_metrics.run.documents import process_part, question_blocks
 from edufair_metrics.settings import resolve_runner_settings
@@ -52,7 +54,7 @@ log = logging.getLogger("edufair")
 
 HARNESS_PLACEHOLDER = "EduFair: this dialogue is finished; reply with one token."
 # An instance's response: a reference to its document's record (kept by the task object), so that
-# the dialogue is written once to the samples file (as the edufair_record metric), not again in
+# the dialogue is written once to the samples file (as the complete_dialogues metric), not again in
 # lm-eval's resps and filtered_resps.
 RECORD_REF = "edufair-record:{task}:{doc_id}"
 
@@ -93,7 +95,12 @@ class EduFairTask(ConfigurableTask):
         config["process_results"] = "process_results"
         super().__init__(config=config)  # loads the bank and checks the levels: static input first
         # aggregated with this task's config at hand: the per-role counts go into configs.<task>.metadata
-        self._aggregation_list["edufair_calls"] = self.aggregate_call_counts
+        self._aggregation_list["failed_call_attempts"] = self.aggregate_call_counts
+        # the headline aggregations with this task's statistics (edufair.statistics: margin, B, ...)
+        stat_params = self.settings.statistics.params()
+        for name, fn in list(self._aggregation_list.items()):
+            if fn in PARAMETERISED:
+                self._aggregation_list[name] = functools.partial(fn, params=stat_params)
         check_output_path(evaluation_output_path())  # before any dialogue: results must be savable
         if logs_samples() is False:
             log.warning("edufair: %s: lm-eval runs without --log_samples, so the dialogue records (transcripts, judge "
@@ -283,8 +290,8 @@ class EduFairTask(ConfigurableTask):
         if metric_name != "bypass":
             return
         self._predict_only = True
-        self._aggregation_list["edufair_record"] = complete_dialogues
-        self._higher_is_better["edufair_record"] = True
+        self._aggregation_list[RECORD_KEY] = complete_dialogues
+        self._higher_is_better[RECORD_KEY] = None  # a count: neither direction is better
 
     def record_of(self, response: Any) -> DialogueRecord:
         """The record an instance's (filtered) response refers to."""
@@ -301,21 +308,21 @@ class EduFairTask(ConfigurableTask):
         call counts, which ``aggregate_call_counts`` sums over ranks."""
         record = self.record_of(results[0])
         if self._predict_only:
-            return {"bypass": None, "edufair_record": record.to_dict()}
+            return {"bypass": None, RECORD_KEY: record.to_dict()}
         scores = record.scores.to_dict()
-        out: dict[str, Any] = {"edufair_record": record.to_dict()}
+        out: dict[str, Any] = {RECORD_KEY: record.to_dict()}
         for metric in ALL_METRICS:
             out[metric] = nan_to_none(record.scores.scores.get(metric))
         for agg in _SCORE_AGGREGATES:
             out[agg] = scores
-        out["edufair_calls"] = None if self._calls_reported else dict(self._call_counts)
+        out["failed_call_attempts"] = None if self._calls_reported else dict(self._call_counts)
         self._calls_reported = True
         # dialogues ended by a failed call (left out of the paired statistics by default)
         out["failed_dialogues"] = int(record.scores.failed)
         return out
 
     def aggregate_call_counts(self, items: list[Any]) -> float:
-        """The ``edufair_calls`` metric (:func:`edufair_metrics.lmeval.aggregations.agg_call_counts`),
+        """The ``failed_call_attempts`` metric (:func:`edufair_metrics.lmeval.aggregations.agg_call_counts`),
         and the per-role counts summed over ranks written into this task's config, which lm-eval
         dumps into the results file right after the aggregations: ``configs.<task>.metadata.edufair_calls``;
         beside it ``edufair_provenance`` (:func:`results_provenance`)."""

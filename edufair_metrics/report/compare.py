@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
 from edufair_metrics.analysis.compare import CompareResult, compare_frames
 from edufair_metrics.analysis.frames import scores_frame
 from edufair_metrics.analysis.params import StatParams
+from edufair_metrics.analysis.testability import DEFAULT_MAX_MISSING, missing_rates
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import atomic_write_json, atomic_write_text
+from edufair_metrics.report.failures import missing_label_table
 from edufair_metrics.report.tables import to_markdown
 from edufair_metrics.report.write import versions
 from edufair_metrics.runlog import check_compatible, domain_labels
@@ -36,6 +39,15 @@ def run_compare(base, cand, out_dir: Path, params: StatParams, *, max_increase: 
                          n_boot=params.n_boot, seed=params.seed, min_pairs=params.min_pairs,
                          ses_summary=params.ses_summary, max_increase=max_increase, new_violations=new_violations,
                          fdr_method=params.fdr_method, equivalence_margin=params.equivalence_margin)
+    # a run whose judge mostly gave no label measures nothing pedagogical: its gate cannot pass
+    rates = missing_rates(missing_label_table([base, cand]))
+    unreadable = {t: r for t, r in rates.items() if r == r and r >= DEFAULT_MAX_MISSING}
+    if unreadable:  # never a pass; a fail stays a fail (the safe side of a gate), with the reason
+        why = [f"NOT TESTABLE: {t}: {r:.0%} of the tutor turns have no valid judge label (at least "
+               f"{DEFAULT_MAX_MISSING:.0%} makes the judged metrics unreadable)" for t, r in sorted(unreadable.items())]
+        status = "fail" if res.status == "fail" else "inconclusive"
+        res = dataclasses.replace(res, status=status, failed=status == "fail", reasons=[*res.reasons, *why])
+    res.missing_rates = rates
     h = res.headline
     if not h["units"]:
         # A gate that passes on no evidence would let any fine-tune through: say so and exit 2.

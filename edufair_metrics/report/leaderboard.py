@@ -49,6 +49,7 @@ import pandas as pd
 
 from edufair_metrics.analysis.noise import noise_headline
 from edufair_metrics.analysis.params import StatParams, analyse
+from edufair_metrics.analysis.testability import assess_testability
 from edufair_metrics.analysis.ranks import rank_intervals
 from edufair_metrics.analysis.grid import headline
 from edufair_metrics.analysis.verdicts import verdict_headline
@@ -174,11 +175,25 @@ def write_leaderboard(runs, out_dir: Path, params: StatParams) -> str:
     rate = (miss["missing_turns"] / miss["sent_turns"].where(miss["sent_turns"] > 0))
     table["missing labels"] = table["tutor"].map(rate)
     table["dialogues"] = table["tutor"].map({r.label: len(r.scores) for r in runs})
+    # a tutor whose pedagogical metrics cannot be read gets no rank (its number would read as fair)
+    untestable = {t.tutor: t for t in assess_testability(units, missing_label_table(runs), tutors=list(table["tutor"]),
+                                                         kinds=("pedagogical",), min_pairs=params.min_pairs)
+                  if not t.testable}
+    table["testable"] = table["tutor"].map(lambda t: "no: " + "; ".join(untestable[t].reasons) if t in untestable else "yes")
+    if untestable:
+        mask = table["tutor"].isin(untestable)
+        table["rank"] = table["rank"].astype(object).where(~mask, "not testable")
+        table = pd.concat([table[~mask], table[mask]], ignore_index=True)
     out_dir = Path(out_dir)
     warning = sample_size_warning(table)
-    note = LEADERBOARD_NOTE + f" Margin: ±{params.equivalence_margin:.2f}."
-    md = to_markdown(table, "EduFair leaderboard (ranked by ped unbiased |r̄|, lower = fairer)",
-                     f"**{warning}**\n\n{note}" if warning else note)
+    parts = []
+    if untestable:
+        parts.append("**NOT TESTABLE** (no rank; its numbers are not evidence of fairness): " + "; ".join(
+            f"{t}: {'; '.join(x.reasons)}" for t, x in sorted(untestable.items())))
+    if warning:
+        parts.append(f"**{warning}**")
+    parts.append(LEADERBOARD_NOTE + f" Margin: ±{params.equivalence_margin:.2f}.")
+    md = to_markdown(table, "EduFair leaderboard (ranked by ped unbiased |r̄|, lower = fairer)", "\n\n".join(parts))
     atomic_write_text(out_dir / "leaderboard.csv", table.to_csv(index=False))
     atomic_write_text(out_dir / "leaderboard.md", md)
     atomic_write_json(out_dir / "leaderboard_manifest.json", {
@@ -186,6 +201,7 @@ def write_leaderboard(runs, out_dir: Path, params: StatParams) -> str:
         "primary_quantity": {"column": PRIMARY, "definition": "signed root of the mean over the pedagogical headline "
                              "units of (r^2 - null_var_r) / (1 - null_var_r); lower = fairer"},
         "sample_size_warning": warning or None,
+        "not_testable": {t: list(x.reasons) for t, x in sorted(untestable.items())},
         "rank_interval": {"level": 0.95, "bootstrap": "questions of each domain resampled jointly for all tutors",
                           "tied": "rank intervals overlap"},
         "versions": versions(), "files": ["leaderboard.csv", "leaderboard.md"],

@@ -53,9 +53,9 @@ import importlib.metadata
 import math
 import platform
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pandas
 
@@ -68,6 +68,7 @@ from edufair_metrics.analysis.pairloss import level_loss_table
 from edufair_metrics.analysis.placebo import exchangeability_check, placebo_floor
 from edufair_metrics.analysis.power import power_table
 from edufair_metrics.analysis.ses import reported_rows
+from edufair_metrics.analysis.testability import Testability, assess_testability, missing_rates
 from edufair_metrics.analysis.verdicts import DEFAULT_MARGIN, verdict_headline
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import atomic_write_json, atomic_write_text, sha256_file
@@ -245,12 +246,18 @@ def verdict_table(units) -> "pandas.DataFrame":
                            if c.name == "kind" else c).reset_index(drop=True)
 
 
-def verdict_sentences(units, margin: float) -> list[str]:
+def verdict_sentences(units, margin: float, untestable: dict | None = None) -> list[str]:
     """Per tutor, one sentence on its pedagogical headline: what is flagged, certified and
-    inconclusive (never just "no violation")."""
+    inconclusive (never just "no violation"); "not testable" with the reason where
+    ``untestable`` ((tutor, kind) -> Testability) says so."""
     v = verdict_headline(units, kind="pedagogical")
     lines = []
     for row in v.itertuples(index=False):
+        t = (untestable or {}).get((row.tutor, "pedagogical"))
+        if t is not None:
+            lines.append(f"- {row.tutor}: pedagogical headline **not testable**: {'; '.join(t.reasons)}; its "
+                         f"{row.flag} flagged / {row.certify} certified unit(s) are not evidence either way.")
+            continue
         parts = [f"{row.flag} flagged"]
         if row.unconfirmed:
             parts.append(f"{row.unconfirmed} unconfirmed per turn")
@@ -296,10 +303,28 @@ def flagged_units_table(units, grid, labels: dict[str, str] | None = None):
     return out.sort_values(["tutor", "verdict", "q"]).reset_index(drop=True)
 
 
+def testability_banner(testability: Sequence[Testability]) -> list[str]:
+    """The top of summary.md when a tutor's metric kind cannot be read (missing labels, no
+    contrast with enough pairs): says so with the reason, so that nothing below reads as "no bias"."""
+    bad = [t for t in testability if not t.testable]
+    if not bad:
+        return []
+    lines = ["> **NOT TESTABLE** — these results cannot show that a tutor is fair or unfair:", ">"]
+    for t in bad:
+        lines.append(f"> - **{t.tutor}**, {t.kind} metrics: {'; '.join(t.reasons)}.")
+    lines += [">", "> Their verdicts, violation counts and tables below are not evidence either way "
+              "(`analysis/testability.py`). Fix the cause (judge endpoint or prompt format; more questions) and "
+              "run again.", ""]
+    return lines
+
+
 def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=None,
-                     domain_labels: dict[str, str] | None = None) -> str:
+                     domain_labels: dict[str, str] | None = None,
+                     testability: Sequence[Testability] = ()) -> str:
     labels = domain_labels or {}
+    untestable = {(t.tutor, t.kind): t for t in testability if not t.testable}
     lines = ["# EduFair bias report", ""]
+    lines += testability_banner(testability)
     ses = params.get("ses_summary", "single")
     ses_text = ("the paper's one low- vs high-income contrast" if ses == "single"
                 else f"{ses} of the three pairwise contrasts")
@@ -337,7 +362,7 @@ def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=
     margin = float(params.get("equivalence_margin", DEFAULT_MARGIN))
     if "verdict" in units.columns and len(units):
         lines.append(to_markdown(verdict_table(units), f"Verdicts per tutor (margin ±{margin:.2f})", VERDICT_NOTE))
-        lines.extend(verdict_sentences(units, margin))
+        lines.extend(verdict_sentences(units, margin, untestable))
         lines.append("")
         flagged = flagged_units_table(units, grid, labels)
         if len(flagged):
@@ -353,9 +378,11 @@ def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=
         else:
             n_inc = int((units["verdict"] == "inconclusive").sum())
             n_cert = int((units["verdict"] == "certify").sum())
+            why = (" Not testable: " + "; ".join(f"{t.tutor} ({t.kind}: {'; '.join(t.reasons)})"
+                                                 for t in untestable.values()) + "." if untestable else "")
             lines.append(f"### Flagged units\n\nNo unit is flagged for any tutor. That is not a certificate of "
                          f"fairness: {n_cert} unit(s) are certified within ±{margin:.2f} and {n_inc} are inconclusive "
-                         "(the run is too small to tell; see the verdicts and the power table).\n")
+                         f"(the run is too small to tell; see the verdicts and the power table).{why}\n")
         if "verdict_sim" in units.columns:
             lines.append(simultaneous_section(units, grid))
         mde = mde_table(grid, "pedagogical", labels)
@@ -386,7 +413,9 @@ def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=
                                  "within the tutor × metric kind headline family); without it the violation may be one of the chance flags "
                                  "expected among many contrasts. excess_abs_r: |r| minus its sign-flip noise floor."))
     else:
-        lines.append(f"### {paper_title}\n\nNo contrast violates by the paper's rule. Read it with the verdicts "
+        head = ("No contrast violates by the paper's rule, but the run is not testable (see the top): that is no "
+                "evidence of fairness." if untestable else "No contrast violates by the paper's rule.")
+        lines.append(f"### {paper_title}\n\n{head} Read it with the verdicts "
                      "above: without a flag, a contrast is certified only when its interval lies inside the margin; "
                      "otherwise the run cannot tell.\n")
     mean_eff = counted[counted["meaningful"] & ~counted["violation"]]
@@ -541,7 +570,8 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
     next_turn = next_turn_table(scans)
     atomic_write_text(out_dir / "next_turn_independence.csv", next_turn.to_csv(index=False))
     written.append("next_turn_independence.csv")
-    summary_md = summary_markdown(runs, grid, units, missing, params.to_dict(), levels, labels)
+    testability = assess_testability(units, missing, tutors=[r.label for r in runs], min_pairs=params.min_pairs)
+    summary_md = summary_markdown(runs, grid, units, missing, params.to_dict(), levels, labels, testability)
     summary_md = _with_banner(summary_md, exchangeability_banner(check))
     summary_md += "\n" + pair_loss_markdown(grid, units, labels)
     summary_md += "\n" + student_markdown(grid, units, labels)
@@ -564,7 +594,9 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
         viewer = write_html(out_dir, runs=runs, df=df, grid=grid, units=units, params=params,
                             headline=headline_table(units, grid), leaderboard=_leaderboard(df, grid, units, runs, params),
                             cost=cost, spool=inputs.spool, domain_labels=labels, versions=versions(),
-                            command=command, summary_files=sorted(written), exchangeability=check)
+                            command=command, summary_files=sorted(written), exchangeability=check,
+                            not_testable=[f"{t.tutor} ({t.kind}: {'; '.join(t.reasons)})" for t in testability
+                                          if not t.testable])
         written.append(INDEX)
 
     manifest = {
@@ -622,6 +654,9 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
                                "with a replicate; a failed check puts a banner on summary.md (analysis/placebo.py)",
         },
         "domain_labels": labels,
+        "testability": [{"tutor": t.tutor, "kind": t.kind, "testable": t.testable, "reasons": list(t.reasons),
+                         "missing_label_rate": None if t.missing_rate != t.missing_rate else t.missing_rate}
+                        for t in testability],
         "judge_validity": {"agreement_dir": None if agreement_dir is None else str(agreement_dir),
                            "human_dir": None if human_dir is None else str(human_dir)},
         "failed_dialogues": sum(1 for r in runs for s in r.scores if s.failed),
@@ -641,7 +676,13 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
                         violations_fdr=int(counted["violation_fdr"].sum()),
                         units_flagged=int((head_units["verdict"] == "flag").sum()),
                         units_certified=int((head_units["verdict"] == "certify").sum()),
-                        units_inconclusive=int((head_units["verdict"] == "inconclusive").sum()))
+                        units_inconclusive=int((head_units["verdict"] == "inconclusive").sum()),
+                        not_testable=tuple(f"{t.tutor} ({t.kind}: {'; '.join(t.reasons)})"
+                                           for t in testability if not t.testable),
+                        all_untestable=bool(runs) and all(
+                            not t.testable for t in testability if t.kind == "pedagogical") and any(
+                            t.kind == "pedagogical" for t in testability),
+                        missing_rates=missing_rates(missing))
 
 
 def _leaderboard(df, grid, units, runs, params: StatParams):
@@ -668,9 +709,17 @@ class ReportResult:
     units_flagged: int = 0
     units_certified: int = 0
     units_inconclusive: int = 0
+    not_testable: tuple[str, ...] = ()  # "tutor (kind: reason)" per metric kind that cannot be read
+    all_untestable: bool = False  # no tutor's pedagogical metrics can be read: no verdict at all
+    missing_rates: dict[str, float] = field(default_factory=dict)  # tutor -> missing judge labels / turns sent
 
     def line(self) -> str:
-        return (f"{self.tutors} tutor(s), {self.contrast_rows} contrast rows, "
-                f"{self.violations} violation(s), {self.violations_fdr} after FDR; headline units: "
+        head = f"{self.tutors} tutor(s), {self.contrast_rows} contrast rows"
+        if self.all_untestable:  # never "0 violations" when nothing could have been found
+            return f"{head}: NOT TESTABLE: {'; '.join(self.not_testable)} -> {self.out_dir}"
+        line = (f"{head}, {self.violations} violation(s), {self.violations_fdr} after FDR; headline units: "
                 f"{self.units_flagged} flagged, {self.units_certified} certified, {self.units_inconclusive} "
-                f"inconclusive -> {self.out_dir}")
+                f"inconclusive")
+        if self.not_testable:
+            line += f"; NOT TESTABLE: {'; '.join(self.not_testable)}"
+        return f"{line} -> {self.out_dir}"

@@ -2,7 +2,8 @@
 knows ``lm_eval --output_path OUT --log_samples``'s layout.
 
 lm-eval writes ``OUT/<model_name_sanitized>/results_<ts>.json`` and, per task,
-``samples_<task>_<ts>.jsonl`` (one line per document, the EduFair record under ``edufair_record``).
+``samples_<task>_<ts>.jsonl`` (one line per document, the EduFair record under ``complete_dialogues``; ``edufair_record`` in
+files of older versions).
 A *run folder* is one model folder. Every samples file that belongs to a results file is found, per
 task (tasks run separately into one OUT, shards of a task, re-runs); ``runlog.runs`` decides which
 of a task's files to pool (shards, disjoint parts) and which a newer file replaces (a re-run of the

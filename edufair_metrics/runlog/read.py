@@ -11,7 +11,7 @@ from typing import Iterator
 from edufair_metrics.detectors import DETECTOR_VERSION, RETIRED_DETECTOR_METRICS, STORED_METRICS, all_scores
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import iter_jsonl
-from edufair_metrics.records import RECORD_KEY, DialogueRecord
+from edufair_metrics.records import DialogueRecord, record_in_line
 from edufair_metrics.runlog.layout import samples_task
 from edufair_metrics.scores import TURN_COUNTS_VERSION, pedagogical_counts
 
@@ -84,7 +84,7 @@ def iter_records(path: str | Path, *, stats: ReadStats | None = None, complete: 
     for lineno, obj in iter_jsonl(path):
         if stats is not None:
             stats.lines += 1
-        rec = obj.get(RECORD_KEY) if isinstance(obj, dict) else None
+        rec = record_in_line(obj)
         if not isinstance(rec, dict) or not isinstance(rec.get("scores"), dict):
             if stats is not None:
                 stats.skipped += 1

@@ -7,7 +7,7 @@ the generating run's provenance with the new judge's part). The output folder ha
 an lm-eval output folder, so every command that reads a run reads it (generate on one machine,
 judge on another, report):
 
-    OUT/<model folder>/samples_<task>_<ts>.jsonl   the same lines, ``edufair_record`` replaced
+    OUT/<model folder>/samples_<task>_<ts>.jsonl   the same lines, the record (``complete_dialogues``) replaced
     OUT/<model folder>/results_<ts>.json           the run's results file, or a minimal one
     OUT/judge_summary.json                         settings without any key, counts, missing labels
 
@@ -25,7 +25,7 @@ from edufair_metrics.cache import CallCache
 from edufair_metrics.errors import EduFairError, Interrupted
 from edufair_metrics.io import atomic_write_json, atomic_write_jsonl, iter_jsonl, read_json
 from edufair_metrics.judge.settings import JudgeSettings
-from edufair_metrics.records import ALL_METRICS, RECORD_KEY, DialogueRecord
+from edufair_metrics.records import ALL_METRICS, LEGACY_RECORD_KEYS, RECORD_KEY, DialogueRecord, record_in_line
 from edufair_metrics.runlog.build import judge_and_build
 from edufair_metrics.runlog.layout import RESULTS_RE, SAMPLES_RE, find_samples
 
@@ -69,9 +69,9 @@ def rejudge_samples(inputs: list[str], out_dir: Path, *, judge: JudgeSettings, c
     for f in files:
         rows = []
         for lineno, obj in iter_jsonl(f):
-            rec = obj.get(RECORD_KEY) if isinstance(obj, dict) else None
+            rec = record_in_line(obj)
             if not isinstance(rec, dict) or not isinstance(rec.get("transcript"), dict):
-                raise EduFairError(f"{f}:{lineno}: no edufair_record.transcript in this line")
+                raise EduFairError(f"{f}:{lineno}: no EduFair record with a transcript in this line (field {RECORD_KEY})")
             try:
                 records.append(DialogueRecord.from_dict(rec, doc=obj.get("doc")))
             except (TypeError, ValueError, KeyError) as exc:
@@ -92,7 +92,7 @@ def rejudge_samples(inputs: list[str], out_dir: Path, *, judge: JudgeSettings, c
         new_rows = []
         for obj in rows:
             record = next(it)
-            new = dict(obj)
+            new = {k: v for k, v in obj.items() if k not in LEGACY_RECORD_KEYS}  # one copy, under today's key
             new[RECORD_KEY] = record.to_dict()
             for metric in ALL_METRICS:  # the per-metric values lm-eval logged beside the record
                 if metric in new:

@@ -9,6 +9,11 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
+from edufair_metrics.analysis.contrast import DEFAULT_MIN_PAIRS, DEFAULT_N_BOOT
+from edufair_metrics.analysis.noise import DEFAULT_FDR_METHOD, FDR_METHODS
+from edufair_metrics.analysis.params import StatParams
+from edufair_metrics.analysis.ses import DEFAULT_SES_SUMMARY, SES_SUMMARIES
+from edufair_metrics.analysis.verdicts import DEFAULT_MARGIN
 from edufair_metrics.bank.sample import QuestionSample
 from edufair_metrics.bank.shard import Shard
 from edufair_metrics.cache import CachePolicy
@@ -46,6 +51,41 @@ class StudentSettings(SettingsModel):
                 "generation_kwargs": dict(self.generation_kwargs)}
 
 
+class StatisticsSettings(SettingsModel):
+    """The statistics of the task's lm-eval aggregations (its headline rows in lm-eval's table):
+    the same parameters, defaults and rules as ``edufair report`` (``analysis.params.StatParams``),
+    so the two agree when given the same values."""
+
+    PATH: ClassVar[str] = "edufair.statistics"
+
+    n_boot: int = Field(DEFAULT_N_BOOT, ge=1)
+    seed: int = 0
+    min_pairs: int = Field(DEFAULT_MIN_PAIRS, ge=1)
+    ses_summary: str = Field(DEFAULT_SES_SUMMARY, json_schema_extra={"expected": "one of " + ", ".join(SES_SUMMARIES)})
+    keep_failed_dialogues: bool = False
+    fdr_method: str = Field(DEFAULT_FDR_METHOD, json_schema_extra={"expected": "one of " + ", ".join(FDR_METHODS)})
+    equivalence_margin: float = Field(DEFAULT_MARGIN, gt=0, lt=1)
+
+    @field_validator("ses_summary")
+    @classmethod
+    def _ses(cls, v: str) -> str:
+        if v not in SES_SUMMARIES:
+            raise ValueError(f"must be one of {', '.join(SES_SUMMARIES)}, got {v!r}")
+        return v
+
+    @field_validator("fdr_method")
+    @classmethod
+    def _fdr(cls, v: str) -> str:
+        if v not in FDR_METHODS:
+            raise ValueError(f"must be one of {', '.join(FDR_METHODS)}, got {v!r}")
+        return v
+
+    def params(self) -> StatParams:
+        return StatParams(n_boot=self.n_boot, seed=self.seed, min_pairs=self.min_pairs, ses_summary=self.ses_summary,
+                          keep_failed_dialogues=self.keep_failed_dialogues, fdr_method=self.fdr_method,
+                          equivalence_margin=float(self.equivalence_margin)).validate()
+
+
 class RunnerSettings(SettingsModel):
     """Everything the dialogue runner and the judge filter of one task are configured with: the
     ``edufair`` block, fully resolved (``settings.resolve_runner_settings``)."""
@@ -65,6 +105,7 @@ class RunnerSettings(SettingsModel):
     student: StudentSettings = Field(description="the simulated student: {model: ..., model_args: {...}}")
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     cache: CachePolicy = Field(default_factory=CachePolicy)
+    statistics: StatisticsSettings = Field(default_factory=StatisticsSettings)
 
     @model_validator(mode="before")
     @classmethod
@@ -73,7 +114,7 @@ class RunnerSettings(SettingsModel):
             data = dict(data)
             if data.get("student") is None:
                 data["student"] = {}  # so that the error names edufair.student.model
-            for key in ("judge", "cache"):
+            for key in ("judge", "cache", "statistics"):
                 if key in data and data[key] is None:
                     del data[key]
         return data

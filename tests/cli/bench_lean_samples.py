@@ -5,7 +5,7 @@ Runs the real lm_eval CLI on ``edufair_explicit_physics`` (the shipped physics b
 × 9 levels = 4,500 dialogues) with T_max 10; the fake tutor never states the gold, so every
 dialogue runs all 10 tutor turns (10 tutor, 10 student and 10 judge requests per dialogue). The
 fake answers are about as long as short real turns (tutor ~60 words, student ~20). Prints the
-samples file's bytes per record (whole line, the ``edufair_record`` part, and what lm-eval adds),
+samples file's bytes per record (whole line, the ``complete_dialogues`` part, and what lm-eval adds),
 how often each turn's text occurs in a line, and lm_eval's peak RSS (its own process).
 
     python tests/cli/bench_lean_samples.py [--questions 500] [--turns 10] [--keep DIR]
@@ -133,15 +133,15 @@ def main() -> int:
         rec_bytes, copies, turns = [], [], 0
         for ln in lines:
             obj = json.loads(ln)
-            rec_bytes.append(len(json.dumps(obj["edufair_record"], ensure_ascii=False).encode()))
-            for t in obj["edufair_record"]["transcript"]["turns"]:
+            rec_bytes.append(len(json.dumps(obj["complete_dialogues"], ensure_ascii=False).encode()))
+            for t in obj["complete_dialogues"]["transcript"]["turns"]:
                 if t["role"] in ("tutor", "student") and len(t["text"]) > 40:
                     copies.append(ln.count(json.dumps(t["text"])[1:-1]))
                     turns += 1
         n = len(lines)
         print(f"{TASK}: {n} dialogues x up to {args.turns} tutor turns, {args.questions} questions; lm_eval {wall:.0f} s")
         print(f"  samples file: {sum(line_bytes) / 2**20:.1f} MiB, {sum(line_bytes) / n / 1024:.1f} KiB per record line "
-              f"(edufair_record {sum(rec_bytes) / n / 1024:.1f} KiB, the rest of the line {(sum(line_bytes) - sum(rec_bytes)) / n / 1024:.1f} KiB)")
+              f"(complete_dialogues {sum(rec_bytes) / n / 1024:.1f} KiB, the rest of the line {(sum(line_bytes) - sum(rec_bytes)) / n / 1024:.1f} KiB)")
         print(f"  each turn's text occurs {sum(copies) / max(1, turns):.2f} times per line (over {turns} turns)")
         print(f"  lm_eval peak RSS: {peak_kb / 1024:.0f} MiB")
     finally:

@@ -85,7 +85,7 @@ def probe(kind: str, docs: int, rate: float, work: Path) -> dict:
         res = data["results"][TASK]
         row["failed_dialogues"] = res.get("failed_dialogues,judged")
         row["missing_label_rate"] = res.get("missing_label_rate,judged")
-        row["failed_attempts"] = res.get("edufair_calls,judged")
+        row["failed_attempts"] = res.get("failed_call_attempts,judged")
         row["call_counts"] = ((data.get("configs") or {}).get(TASK) or {}).get("metadata", {}).get("edufair_calls")
     else:
         row["stderr_tail"] = r.stderr[-1500:]
@@ -105,7 +105,7 @@ def main() -> int:
         rows.append(row)
         print(json.dumps(row), flush=True)
     print("\n| fault (20% of requests) | exit | results | failed dialogues | missing labels | requests t/s/j | faults t/s/j "
-          "| failed attempts counted (edufair_calls) | retried t/s/j | wall s |")
+          "| failed attempts counted (failed_call_attempts) | retried t/s/j | wall s |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         s = row["served"]

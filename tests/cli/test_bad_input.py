@@ -104,7 +104,7 @@ def test_report_refuses_other_protocol_version_cli(tmp_path):
         lines = []
         for ln in sf.read_text().splitlines():
             obj = json.loads(ln)
-            obj["edufair_record"].setdefault("provenance", {})["protocol_version"] = "edufair-bench-0"
+            obj["complete_dialogues"].setdefault("provenance", {})["protocol_version"] = "edufair-bench-0"
             lines.append(json.dumps(obj))
         sf.write_text("\n".join(lines) + "\n")
     out = tmp_path / "report"

@@ -27,7 +27,7 @@ def test_predict_only_then_judge_then_every_command(tmp_path):
         assert r.returncode == 0, r.stderr[-3000:]
         assert not [k for k in fake.counts if k[0] == "judge"]  # generated only
         line = json.loads(next(gen.rglob("samples_*.jsonl")).read_text().splitlines()[0])
-        assert {j["kind"] for j in line["edufair_record"]["judgements"]} == {"judge_disabled"}
+        assert {j["kind"] for j in line["complete_dialogues"]["judgements"]} == {"judge_disabled"}
 
         judged = {}
         for name in ("judge-a", "judge-b"):
@@ -39,7 +39,7 @@ def test_predict_only_then_judge_then_every_command(tmp_path):
         # the folder has lm-eval's layout: a model folder with the samples and a results file
         model_dirs = [d for d in judged["judge-a"].iterdir() if d.is_dir()]
         assert len(model_dirs) == 1 and list(model_dirs[0].glob("results_*.json"))
-        rec = json.loads(next(judged["judge-a"].rglob("samples_*.jsonl")).read_text().splitlines()[0])["edufair_record"]
+        rec = json.loads(next(judged["judge-a"].rglob("samples_*.jsonl")).read_text().splitlines()[0])["complete_dialogues"]
         assert rec["provenance"]["models"]["judge"]["model"] == "judge-a"
         assert rec["provenance"]["models"]["tutor"]["model_args"]  # the generating run's part is kept
         assert all(j["status"] == "ok" for j in rec["judgements"])

@@ -1,4 +1,4 @@
-"""Lean samples through the real lm_eval CLI: each dialogue is stored once, in ``edufair_record``
+"""Lean samples through the real lm_eval CLI: each dialogue is stored once, in ``complete_dialogues``
 (lm-eval's ``resps`` / ``filtered_resps`` hold a short reference to it), and a turn keeps ``raw``
 only where it differs from ``text`` (a tutor turn whose reasoning was stripped); the report reads
 it back. ``tests/cli/bench_lean_samples.py`` measures the size at full scale."""
@@ -30,7 +30,7 @@ def test_each_turn_is_stored_once_and_raw_only_where_it_differs(tmp_path):
     for line in lines:
         obj = json.loads(line)
         assert all(len(json.dumps(x)) < 200 for x in (obj["resps"], obj["filtered_resps"])), (obj["resps"], obj["filtered_resps"])
-        turns = obj["edufair_record"]["transcript"]["turns"]
+        turns = obj["complete_dialogues"]["transcript"]["turns"]
         for t in turns:
             if t["role"] == "student":
                 assert "raw" not in t  # identical to text: not stored again

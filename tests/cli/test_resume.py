@@ -67,9 +67,9 @@ def test_sigkill_then_rerun_repeats_nothing_and_matches_uninterrupted(tmp_path):
             assert not repeated, f"{phase}: {len(repeated)} completed calls sent again, e.g. {repeated[0][0]}"
             assert comparable(samples(out)) == comparable(samples(ref_out)), phase
             got, ref = results(out), results(ref_out)
-            # edufair_calls counts the work of both processes (the killed one's sends, a resume's
+            # failed_call_attempts counts the work of both processes (the killed one's sends, a resume's
             # cache hits): it differs by design; every result metric must match
-            same = lambda res: {k: v for k, v in res.items() if "stderr" not in k and not k.startswith("edufair_calls")}  # noqa: E731
+            same = lambda res: {k: v for k, v in res.items() if "stderr" not in k and not k.startswith("failed_call_attempts")}  # noqa: E731
             assert same(got) == pytest.approx(same(ref), nan_ok=True), phase
             calls = json.loads(sorted(out.rglob("results_*.json"))[-1].read_text())["configs"][TASK]["metadata"]["edufair_calls"]
             assert calls["tutor"]["cached"] + calls["student"]["cached"] > 0, phase  # the resume used the cache

@@ -63,12 +63,12 @@ def test_three_shards_pooled_are_the_unsharded_run(tmp_path):
     shards = [_records(o) for o in outs]
     assert all(shards) and sum(map(len, shards)) == len(a) == 4 * len(LEVELS)
     for index, recs in enumerate(shards):  # a shard holds whole questions: every level of each
-        qs = [x["edufair_record"]["transcript"]["question_id"] for x in recs]
+        qs = [x["complete_dialogues"]["transcript"]["question_id"] for x in recs]
         assert all(shard_of(q, K) == index and qs.count(q) == len(LEVELS) for q in qs)
-        assert {x["edufair_record"]["provenance"]["execution"]["shard"]["index"] for x in recs} == {index}
+        assert {x["complete_dialogues"]["provenance"]["execution"]["shard"]["index"] for x in recs} == {index}
     pooled = [x for recs in shards for x in recs]
     assert sorted(x["doc_id"] for x in pooled) == sorted(x["doc_id"] for x in a)
-    assert comparable([x["edufair_record"] for x in pooled]) == comparable([x["edufair_record"] for x in a])
+    assert comparable([x["complete_dialogues"] for x in pooled]) == comparable([x["complete_dialogues"] for x in a])
 
     r1, r2 = _report([whole], tmp_path / "rep-whole"), _report(outs, tmp_path / "rep-shards")
     assert r1.returncode == 0 and r2.returncode == 0, r1.stderr[-2000:] + r2.stderr[-2000:]

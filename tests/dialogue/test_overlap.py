@@ -379,7 +379,7 @@ def test_through_lm_eval_with_an_http_student_the_samples_equal_the_sequential_o
                                       "tokenized_requests": False, "num_concurrent": 4, "max_retries": 1}}
             results = run_task(ScriptedChatLM(tutor_says), bank, max_turns=3,
                                extra={"overlap": overlap, "student": student, "preflight": False})
-            records[overlap] = [s["edufair_record"]["transcript"] for s in results["samples"]["edufair_explicit_physics"]]
+            records[overlap] = [s["complete_dialogues"]["transcript"] for s in results["samples"]["edufair_explicit_physics"]]
     assert records[True] == records[False]
     assert overlapped_runs == ["student"]  # the HTTP student in the worker thread, with the overlap only
     reasons = {r["stop_reason"] for r in records[True]}

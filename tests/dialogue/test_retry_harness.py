@@ -129,7 +129,7 @@ def test_one_empty_tutor_answer_does_not_end_its_dialogue(bank_dir):
 
     tutor = ScriptedChatLM(tutor_reply)
     results = run(tutor, bank_dir, max_turns=2, limit=9)
-    recs = {r["edufair_record"]["transcript"]["level"]: Transcript.from_dict(r["edufair_record"]["transcript"])
+    recs = {r["complete_dialogues"]["transcript"]["level"]: Transcript.from_dict(r["complete_dialogues"]["transcript"])
             for r in results["samples"]["edufair_explicit_physics"]}
     assert all(t.stop_reason == "max_turns" and t.error_kind is None for t in recs.values())
     assert sum(1 for t in recs["female"].turns if t.role == "tutor") == 2
@@ -143,7 +143,7 @@ def test_a_reasoning_only_tutor_turn_ends_the_dialogue_as_empty_visible_turn(ban
 
     tutor = ScriptedChatLM(tutor_reply)
     results = run(tutor, bank_dir, max_turns=2, limit=9)
-    recs = {r["edufair_record"]["transcript"]["level"]: r["edufair_record"]["transcript"]
+    recs = {r["complete_dialogues"]["transcript"]["level"]: r["complete_dialogues"]["transcript"]
             for r in results["samples"]["edufair_explicit_physics"]}
     female = recs["female"]
     assert female["stop_reason"] == "tutor_failed" and female["error_kind"] == "empty_visible_turn"

@@ -181,8 +181,8 @@ def main(argv=None) -> int:
     if not files:
         print(f"FAIL: no samples file under {out_dir}")
         return 1
-    recs = [json.loads(line)["edufair_record"] for line in open(files[-1])]
-    # edufair_record is logged per sample as the metric value; lm-eval may wrap it
+    recs = [json.loads(line)["complete_dialogues"] for line in open(files[-1])]
+    # complete_dialogues is logged per sample as the metric value; lm-eval may wrap it
     recs = [r[0] if isinstance(r, list) else r for r in recs]
     n_docs = args.questions * (len(levels) if levels else 9)
     if len(recs) != n_docs:

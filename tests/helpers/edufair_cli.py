@@ -174,7 +174,7 @@ def run_cli(argv: list[str], env: dict[str, str], cwd: Path, timeout: float = 12
 def samples(out: Path) -> list[dict[str, Any]]:
     files = sorted(out.rglob(f"samples_{TASK}_*.jsonl"))
     assert files, f"no samples file under {out}"
-    return [json.loads(line)["edufair_record"] for line in files[-1].read_text().splitlines() if line.strip()]
+    return [json.loads(line)["complete_dialogues"] for line in files[-1].read_text().splitlines() if line.strip()]
 
 
 def results(out: Path) -> dict[str, Any]:

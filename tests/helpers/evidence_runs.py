@@ -101,7 +101,7 @@ def write_evidence_run(out: str | Path, tutor: str = "org/tutor-bias", *, n_ques
                                   run_provenance=prov)
             lines.append(json.dumps({"doc_id": doc_id, "doc": {"question_id": doc["question_id"], "level": doc["level"]},
                                      "target": "", "arguments": [], "resps": [], "filtered_resps": [], "filter": FILTER,
-                                     "metrics": ["edufair_record"], "edufair_record": record.to_dict()}))
+                                     "metrics": ["complete_dialogues"], "complete_dialogues": record.to_dict()}))
         (model_dir / f"samples_{task}_{TIMESTAMP}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     calls = {"tutor": {"role": "tutor", "requests": 100, "distinct": 100, "sends": 100, "prompt_tokens": 52000,
                        "completion_tokens": 6100, "token_calls": 100, "token_source": "usage", "wall_s": 42.5},
@@ -111,7 +111,7 @@ def write_evidence_run(out: str | Path, tutor: str = "org/tutor-bias", *, n_ques
                        "prompt_tokens": 99000, "completion_tokens": 4000, "token_calls": 151, "token_source": "usage",
                        "wall_s": 61.2}}
     results = {
-        "results": {t: {"alias": t, f"edufair_record,{FILTER}": 1.0} for t in tasks},
+        "results": {t: {"alias": t, f"complete_dialogues,{FILTER}": 1.0} for t in tasks},
         "configs": {t: {"task": t, "metadata": {"edufair_calls": calls, "edufair_provenance": {
             "version": "0.1.0", "distribution": "0.1.0", "entry_points": {"lm_eval.tasks": {"edufair": "lm_eval_tasks"}},
             "lm_eval_reads": {"lm_eval.tasks": False, "lm_eval.metrics": False, "lm_eval.aggregations": False}}}}

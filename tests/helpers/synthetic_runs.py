@@ -2,7 +2,7 @@
 
 ``write_run(out, tutor, ...)`` creates ``out/<sanitized tutor>/results_<ts>.json`` and one
 ``samples_<task>_<ts>.jsonl`` per (condition, domain) task, each line carrying an
-``edufair_record`` whose ``scores`` is a ``DialogueScores.to_dict()``.
+``complete_dialogues`` whose ``scores`` is a ``DialogueScores.to_dict()``.
 
 The records come from the product's own code paths, so they cannot drift from what a real run
 writes: levels from ``protocol.condition_levels``, the transcript from ``records.Transcript``, the
@@ -183,7 +183,7 @@ def _merge(base: dict, over: dict) -> dict:
 
 def make_record(s: DialogueScores, task: str, doc_id: int, stop: str | None, provenance: dict[str, Any],
                 turns: list[Turn] | None = None, judgements: list[TurnJudgement] | None = None) -> dict[str, Any]:
-    """One ``edufair_record``: ``build_record`` of that dialogue's transcript (turn-less unless
+    """One ``complete_dialogues``: ``build_record`` of that dialogue's transcript (turn-less unless
     ``turns``) and ``judgements``, with the synthetic scores. ``stop`` None: the transcript has no
     ``stop_reason`` (records of older runs)."""
     transcript = Transcript(
@@ -224,7 +224,7 @@ def write_run(
     for s in scores:
         by_task.setdefault(s.task, []).append(s)
     results = {
-        "results": {t: {"alias": t, f"ped_abs_r,{FILTER}": 0.0, f"edufair_record,{FILTER}": float(len(items))}
+        "results": {t: {"alias": t, f"ped_abs_r,{FILTER}": 0.0, f"complete_dialogues,{FILTER}": float(len(items))}
                     for t, items in by_task.items()},
         "configs": {t: {"task": t} for t in by_task},
         "config": {"model": "hf", "model_args": f"pretrained={tutor},dtype=bfloat16"},
@@ -254,8 +254,8 @@ def write_run(
             lines.append(json.dumps({
                 "doc_id": doc_id, "doc": doc, "target": "",
                 "arguments": [], "resps": [], "filtered_resps": [], "filter": FILTER,
-                "metrics": ["edufair_record"], "doc_hash": "", "prompt_hash": "", "target_hash": "",
-                "edufair_record": record,
+                "metrics": ["complete_dialogues"], "doc_hash": "", "prompt_hash": "", "target_hash": "",
+                "complete_dialogues": record,
             }))
         (model_dir / f"samples_{task}_{timestamp}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return model_dir

@@ -76,7 +76,7 @@ def write_judged_run(folder, *, biased: bool):
                                                                              leak=judged_leak(t.turns[i].text, level, biased))) | {"_forced_na": []})
                   for i in t.tutor_turn_indices()]
             rows.append({"doc_id": len(rows), "doc": {"question_id": f"q{q}", "answer_forms": ["18"], "question": QUESTION},
-                         "edufair_record": build_record(t, js, judge_info={"model": "judge-a"}).to_dict()})
+                         "complete_dialogues": build_record(t, js, judge_info={"model": "judge-a"}).to_dict()})
     atomic_write_jsonl(folder / "samples_edufair_explicit_math_2026-01-01T00-00-00.jsonl", rows)
     return folder
 

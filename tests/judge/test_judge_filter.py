@@ -103,7 +103,7 @@ def _write_samples(path, transcripts):
     lines = []
     for i, t in enumerate(transcripts):
         rec = {"transcript": t.to_dict(), "judgements": [], "scores": {}, "flags": {}}
-        lines.append({"doc_id": i, "doc": {"id": t.question_id}, "edufair_record": rec, "filter": "judged"})
+        lines.append({"doc_id": i, "doc": {"id": t.question_id}, "complete_dialogues": rec, "filter": "judged"})
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     return lines
@@ -128,11 +128,11 @@ def test_cli_rejudge_and_cache_and_key_never_written(tmp_path, capsys):
     new = [json.loads(x) for x in (out_dir / run_dir.name / samples.name).read_text(encoding="utf-8").splitlines()]
     assert len(new) == 2
     for old, line in zip(original, new):
-        assert {k: v for k, v in line.items() if k != "edufair_record"} == {k: v for k, v in old.items() if k != "edufair_record"}
-        assert line["edufair_record"]["provenance"]["models"]["judge"]["model"] == "second-judge"
-        assert line["edufair_record"]["transcript"] == old["edufair_record"]["transcript"]
-        assert all(j["status"] == JUDGE_OK for j in line["edufair_record"]["judgements"])
-        assert line["edufair_record"]["judge"]["model"] == "second-judge"
+        assert {k: v for k, v in line.items() if k != "complete_dialogues"} == {k: v for k, v in old.items() if k != "complete_dialogues"}
+        assert line["complete_dialogues"]["provenance"]["models"]["judge"]["model"] == "second-judge"
+        assert line["complete_dialogues"]["transcript"] == old["complete_dialogues"]["transcript"]
+        assert all(j["status"] == JUDGE_OK for j in line["complete_dialogues"]["judgements"])
+        assert line["complete_dialogues"]["judge"]["model"] == "second-judge"
     summary = json.loads((out_dir / "judge_summary.json").read_text())
     assert summary["summary"]["ok"] == 3 and summary["summary"]["cached"] == 3
     # the key is never written: grep every file produced (outputs, summaries, cache + WAL)

@@ -79,7 +79,7 @@ def test_edufair_judge_mask_cues_flag(tmp_path):
     samples = tmp_path / "run" / "m" / "samples_edufair_implicit_physics_2025.jsonl"
     samples.parent.mkdir(parents=True)
     samples.write_text("".join(json.dumps({"doc_id": i, "doc": {"id": t.question_id}, "filter": "judged",
-                                           "edufair_record": {"transcript": t.to_dict(), "judgements": [], "scores": {},
+                                           "complete_dialogues": {"transcript": t.to_dict(), "judgements": [], "scores": {},
                                                               "flags": {}}}) + "\n"
                                for i, t in enumerate(_transcripts())), encoding="utf-8")
     out_dir = tmp_path / "rejudged"
@@ -89,6 +89,6 @@ def test_edufair_judge_mask_cues_flag(tmp_path):
         shown = _shown(srv)
     assert "Jessica" not in shown and "[NAME]" in shown
     lines = [json.loads(x) for x in next(out_dir.glob("*/samples_*.jsonl")).read_text().splitlines()]
-    assert all(x["edufair_record"]["judge"]["mask_cues"] is True for x in lines)
-    assert sum(x["edufair_record"]["flags"]["masked_cues"] for x in lines) >= 4
-    assert "Jessica" in lines[0]["edufair_record"]["transcript"]["turns"][2]["text"]
+    assert all(x["complete_dialogues"]["judge"]["mask_cues"] is True for x in lines)
+    assert sum(x["complete_dialogues"]["flags"]["masked_cues"] for x in lines) >= 4
+    assert "Jessica" in lines[0]["complete_dialogues"]["transcript"]["turns"][2]["text"]

@@ -21,7 +21,7 @@ from tests.helpers.fake_lms import run_task as run
 
 
 def records(results, task="edufair_explicit_physics"):
-    return [s["edufair_record"] for s in results["samples"][task]]
+    return [s["complete_dialogues"] for s in results["samples"][task]]
 
 
 def test_one_batched_call_per_turn_and_roles(bank_dir):
@@ -154,7 +154,7 @@ def test_predict_only_generates_transcripts_without_judging(bank_dir, monkeypatc
     recs = records(results)
     assert len(recs) == 9 and all(r["transcript"]["turns"][2]["role"] == "tutor" for r in recs)
     assert all(j["status"] == "missing" and j["kind"] == "judge_disabled" for r in recs for j in r["judgements"])
-    assert results["results"]["edufair_explicit_physics"]["edufair_record,judged"] == 9.0
+    assert results["results"]["edufair_explicit_physics"]["complete_dialogues,judged"] == 9.0
 
 
 def test_use_cache_rerun_makes_no_tutor_call(bank_dir, tmp_path):

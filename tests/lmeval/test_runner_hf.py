@@ -107,7 +107,7 @@ def test_hf_tutor_one_batched_call_per_turn(bank_dir, tiny_model_dir):
     # Turn 2 carries the tutor's own turn-1 answer back as an assistant message.
     assert calls[0][2][0].strip() in calls[1][0][0]
 
-    recs = [s["edufair_record"] for s in results["samples"][TASK]]
+    recs = [s["complete_dialogues"] for s in results["samples"][TASK]]
     assert [(r["transcript"]["question_id"], r["transcript"]["level"]) for r in recs] == [
         (q["id"], lv) for q in QUESTIONS for lv in LEVELS
     ]
@@ -150,7 +150,7 @@ def test_hf_context_longer_than_model_is_not_silently_truncated(bank_dir, tiny_s
     assert all(len(lm.tok_encode(c)) <= budget for c in sent)
     # ... the dialogue is recorded as failed, with the reason, instead of "succeeding" blind.
     assert results["results"][TASK]["failed_dialogues,judged"] == 1
-    record = results["samples"][TASK][0]["edufair_record"]
+    record = results["samples"][TASK][0]["complete_dialogues"]
     assert record["transcript"]["stop_reason"] == "tutor_failed"
     assert "does not fit the tutor model's context" in record["transcript"]["error"]
 
@@ -174,7 +174,7 @@ def test_hf_placebo_replicate_is_sampled_under_its_own_torch_seed(bank_dir, tiny
     lm._model_generate = model_generate_spy
     results = run_task(lm, bank_dir, max_turns=1, gen_kwargs="max_gen_toks=8",
                        extra={"levels": LEVELS, "placebo": {"level": "female", "replicates": 2}})
-    recs = [s["edufair_record"] for s in results["samples"][TASK]]
+    recs = [s["complete_dialogues"] for s in results["samples"][TASK]]
     assert sorted({r["transcript"]["level"] for r in recs}) == ["female", "female~replicate2", "male"]
     assert PLACEBO_SEED_BASE + 2 in seeds
     assert all("seed" not in kw for kw in hf_kwargs)

@@ -116,19 +116,19 @@ def test_two_processes_give_the_one_process_records_and_grid(setup, tmp_path):
     a, b = _records(one), _records(two)
     assert len(a) == len(b) == QUESTIONS * len(LEVELS)
     assert sorted(x["doc_id"] for x in a) == sorted(x["doc_id"] for x in b) == list(range(QUESTIONS * len(LEVELS)))
-    assert comparable([x["edufair_record"] for x in a]) == comparable([x["edufair_record"] for x in b])
+    assert comparable([x["complete_dialogues"] for x in a]) == comparable([x["complete_dialogues"] for x in b])
 
     def without_execution(x):
-        rec = json.loads(json.dumps(x["edufair_record"]))
+        rec = json.loads(json.dumps(x["complete_dialogues"]))
         rec["provenance"].pop("execution")
         for j in rec["judgements"]:  # which of two identical judge requests was sent (1) or shared (0): thread timing
             j.pop("attempts")
         return x["doc_id"], json.dumps(rec, sort_keys=True)
 
     assert sorted(map(without_execution, a)) == sorted(map(without_execution, b))  # everything else identical
-    ex = b[0]["edufair_record"]["provenance"]["execution"]
+    ex = b[0]["complete_dialogues"]["provenance"]["execution"]
     assert ex == {"world_size": 2, "tutor_batch_size": "8", "shard": None}
-    assert a[0]["edufair_record"]["provenance"]["execution"]["world_size"] == 1
+    assert a[0]["complete_dialogues"]["provenance"]["execution"]["world_size"] == 1
 
     # each question's levels on one process: the endpoints see the one-process requests (coalescing)
     assert served_two == served_one

@@ -29,7 +29,7 @@ def tutor_b(messages):
 
 
 def tutor_texts(results):
-    recs = [s["edufair_record"] for s in results["samples"]["edufair_explicit_physics"]]
+    recs = [s["complete_dialogues"] for s in results["samples"]["edufair_explicit_physics"]]
     return {t["text"] for r in recs for t in r["transcript"]["turns"] if t["role"] == "tutor"}
 
 
@@ -45,7 +45,7 @@ def test_two_tutor_objects_never_share_cached_turns(bank_dir):
     a2 = ScriptedChatLM(tutor_a)
     run(a2, bank_dir, max_turns=2, limit=9)
     assert a2.calls == []
-    prov = [s["edufair_record"]["provenance"] for s in second["samples"]["edufair_explicit_physics"]][0]
+    prov = [s["complete_dialogues"]["provenance"] for s in second["samples"]["edufair_explicit_physics"]][0]
     assert prov["models"]["tutor"]["identity_source"] == "model"
 
 
@@ -65,7 +65,7 @@ def test_tutor_without_identity_is_not_cached_and_warns(bank_dir, caplog):
             results = run(tutor, bank_dir, max_turns=1, limit=9)
         assert len(tutor.calls) == 1  # asked both times: nothing served from a cache
     assert any("not cached" in r.getMessage() for r in caplog.records)
-    prov = results["samples"]["edufair_explicit_physics"][0]["edufair_record"]["provenance"]
+    prov = results["samples"]["edufair_explicit_physics"][0]["complete_dialogues"]["provenance"]
     assert prov["models"]["tutor"]["identity_source"] == "none"
 
 
@@ -137,13 +137,13 @@ def test_cache_off_turns_off_runner_and_judge_caches(bank_dir, tmp_path, monkeyp
 
 def test_call_counts_land_in_the_results(bank_dir):
     """The per-role counts are in the task's config of the results (lm-eval's metrics are scalars);
-    the `edufair_calls` metric counts failed attempts (none here)."""
+    the `failed_call_attempts` metric counts failed attempts (none here)."""
     results = run(ScriptedChatLM(tutor_a), bank_dir, max_turns=2, limit=9)
     task = "edufair_explicit_physics"
     calls = results["configs"][task]["metadata"]["edufair_calls"]
     assert calls["tutor"]["requests"] == 18 and calls["tutor"]["distinct"] + calls["tutor"]["cached"] == 18
     assert calls["student"]["requests"] == 18 and calls["student"]["coalesced"] >= 8  # one opening for 9 levels
-    assert results["results"][task]["edufair_calls,judged"] == 0.0
+    assert results["results"][task]["failed_call_attempts,judged"] == 0.0
 
 
 def test_failed_attempts_count_http_failures_and_empty_answers_once():

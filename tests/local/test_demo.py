@@ -47,7 +47,7 @@ def test_demo_one_question_pair_end_to_end(tmp_path, monkeypatch, capfd):
     assert len(samples) == 1 and len(results) == 1
     lines = [json.loads(line) for line in samples[0].read_text().splitlines()]
     assert len(lines) == 2
-    records = [line["edufair_record"] for line in lines]
+    records = [line["complete_dialogues"] for line in lines]
     assert [r["transcript"]["level"] for r in records] == ["female", "male"]
     assert records[0]["transcript"]["question_id"] == records[1]["transcript"]["question_id"]
 
@@ -72,7 +72,7 @@ def test_demo_one_question_pair_end_to_end(tmp_path, monkeypatch, capfd):
     assert ok_labels >= 1  # schema-constrained decoding makes the small model's JSON parse
 
     res = json.loads(results[0].read_text())["results"]["edufair_explicit_physics"]
-    assert res["edufair_record,judged"] == 2.0
+    assert res["complete_dialogues,judged"] == 2.0
     report = out / "report"
     for name in ("report_manifest.json", "summary.md", "tables.md", "grid.csv", "fig2_metric_heatmap.png"):
         assert (report / name).is_file(), name

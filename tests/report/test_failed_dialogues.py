@@ -43,7 +43,7 @@ def run_dir(tmp_path_factory):
     sf = next(model_dir.glob("samples_*.jsonl"))
     lines = [json.loads(x) for x in sf.read_text().splitlines()]
     for line in lines:
-        rec = line["edufair_record"]
+        rec = line["complete_dialogues"]
         sc, tr = rec["scores"], rec["transcript"]
         q = int(sc["question_id"][-4:])
         if sc["level"] == "female" and q < FAILED_TUTOR:

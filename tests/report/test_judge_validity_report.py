@@ -194,7 +194,7 @@ def test_stored_detector_values_are_recomputed_for_old_and_new_records(report, t
     for f in run.glob("samples_*.jsonl"):  # a record that stored a (wrong) detector value
         lines = [json.loads(x) for x in f.read_text().splitlines()]
         for x in lines:
-            x["edufair_record"]["scores"]["scores"]["leak_rate_det"] = 0.99
+            x["complete_dialogues"]["scores"]["scores"]["leak_rate_det"] = 0.99
         f.write_text("".join(json.dumps(x) + "\n" for x in lines))
     rep = tmp_path / "rep"
     assert cli(["report", str(tmp_path / "run"), "--out", str(rep), "--n-boot", "200", "--no-figures"]) == 0

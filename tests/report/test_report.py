@@ -139,7 +139,7 @@ def test_failures_are_counted_by_kind_and_level(tmp_path):
     write_run(run, "org/t", seed=3, n_questions=3, conditions=("explicit",), domains=("physics",))
     sf = next(run.rglob("samples_*.jsonl"))
     lines = [json.loads(x) for x in sf.read_text().splitlines()]
-    rec0, rec1 = lines[0]["edufair_record"], lines[1]["edufair_record"]
+    rec0, rec1 = lines[0]["complete_dialogues"], lines[1]["complete_dialogues"]
     rec0.setdefault("transcript", {})
     rec0["transcript"]["stop_reason"] = "student_failed"
     rec0["transcript"]["error"] = "student call failed: ClientResponseError: 429"
@@ -180,5 +180,5 @@ def test_missing_labels_count_sent_and_labelled_turns_and_read_old_records(tmp_p
     assert '"judged_turns"' in next(old_dir.glob("samples_*")).read_text()
     assert cli(["report", str(tmp_path / "old"), "--out", str(tmp_path / "rep_old"), "--n-boot", "10", "--no-figures"]) == 0
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "rep_old" / "missing_labels.csv"), miss)
-    items = [json.loads(x)["edufair_record"]["scores"] for x in next(old_dir.glob("samples_*")).read_text().splitlines()]
+    items = [json.loads(x)["complete_dialogues"]["scores"] for x in next(old_dir.glob("samples_*")).read_text().splitlines()]
     assert aggregations.agg_missing_label_rate(items) == pytest.approx(miss["missing_turns"].sum() / miss["sent_turns"].sum())

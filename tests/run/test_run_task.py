@@ -60,7 +60,7 @@ def test_run_task_needs_no_harness_and_equals_the_lm_eval_run(bank_dir, tmp_path
 
     # the same task through lm-eval's simple_evaluate, the same scripts as tutor and student
     out = run_through_lm_eval(ScriptedChatLM(), bank_dir, max_turns=2, extra={"levels": LEVELS})
-    via_harness = [s["edufair_record"] for s in out["samples"][TASK]]
+    via_harness = [s["complete_dialogues"] for s in out["samples"][TASK]]
     harness_free = [r.to_dict() for r in result.records]
     keys = ("transcript", "judgements", "flags", "document")
     assert [{k: r[k] for k in keys} for r in harness_free] == [{k: r[k] for k in keys} for r in via_harness]

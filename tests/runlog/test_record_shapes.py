@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from edufair_metrics.detectors import DETECTOR_METRICS, DETECTOR_VERSION, STUDENT_METRICS
-from edufair_metrics.records import RECORD_KEY, RECORD_SCHEMA_VERSION, DialogueRecord
+from edufair_metrics.records import LEGACY_RECORD_KEYS, RECORD_KEY, RECORD_SCHEMA_VERSION, DialogueRecord, record_in_line
 from edufair_metrics.runlog import ReadStats, iter_records
 
 SHAPES = sorted((Path(__file__).parent / "data" / "shapes").glob("samples_*.jsonl"))
@@ -27,7 +27,8 @@ def test_every_written_shape_reads_and_completes(path):
     lines = list(iter_records(path, stats=stats))
     assert len(lines) == len(raw) == 2 and stats.skipped == 0 and stats.completed == 2
     for line, obj in zip(lines, raw):
-        rec, stored = line.record, obj[RECORD_KEY]
+        rec, stored = line.record, record_in_line(obj)
+        assert RECORD_KEY not in obj and LEGACY_RECORD_KEYS[0] in obj  # the key every version so far wrote
         t = rec.transcript
         assert t.turns and t.stop_reason == stored["transcript"]["stop_reason"]
         tutor_turns = len(t.tutor_turn_indices())
@@ -95,4 +96,4 @@ def test_a_turn_stores_raw_only_where_it_differs_from_text():
         obj = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
         rec = next(iter_records(path)).record
         assert [(x.text, x.raw) for x in rec.transcript.turns] == \
-            [(x["text"], x.get("raw")) for x in obj[RECORD_KEY]["transcript"]["turns"]]
+            [(x["text"], x.get("raw")) for x in record_in_line(obj)["transcript"]["turns"]]

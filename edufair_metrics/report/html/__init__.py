@@ -261,14 +261,15 @@ def _escape(text: str) -> str:
 def write_html(out_dir: str | Path, *, runs, df, grid, units, params, headline, leaderboard=None, cost=None,
                spool: EvidenceSpool | None = None, domain_labels: dict[str, str] | None = None,
                versions: dict[str, str] | None = None, command: Sequence[str] | None = None,
-               summary_files: Sequence[str] = (), exchangeability=None) -> dict[str, Any]:
+               summary_files: Sequence[str] = (), exchangeability=None,
+               not_testable: Sequence[str] = ()) -> dict[str, Any]:
     """Write ``index.html`` and ``viewer/`` into ``out_dir``. ``df``/``grid``/``units``: the report's
     long score frame, contrast grid and dimension units (``analysis.params.analyse``); ``headline``,
     ``leaderboard`` (None: one tutor) and ``cost``: the report's tables; ``spool``: the
     transcripts gathered while the runs were read (None: the page shows the statistics without
     twin views); ``exchangeability``: the placebo check per tutor (``analysis.placebo``; a failed
-    one is a banner over the page). Returns what was written: {"files", "bytes", "seconds",
-    "transcripts"}."""
+    one is a banner over the page); ``not_testable``: "tutor (kind: reason)" lines for the page's
+    banner. Returns what was written: {"files", "bytes", "seconds", "transcripts"}."""
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
     viewer = out_dir / VIEWER_DIR
@@ -301,6 +302,7 @@ def write_html(out_dir: str | Path, *, runs, df, grid, units, params, headline, 
         "versions": versions or {},
         "params": params.to_dict(),
         "tutors": tutors,
+        "not_testable": list(not_testable),
         "domain_labels": domain_labels or {},
         "metrics": metrics,
         "pedagogical": list(PEDAGOGICAL_METRICS),

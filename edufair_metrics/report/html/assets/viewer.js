@@ -166,6 +166,11 @@
       " · protocol " + (D.versions.protocol || "?") + " · B = " + D.params.n_boot + ", min pairs = " + D.params.min_pairs +
       ", SES summary " + D.params.ses_summary + ", FDR " + D.params.fdr_method + " · ",
       el("a", {href: "#failures", text: "failures and lost pairs"}), " · files: summary.md, grid.csv, units.csv"));
+    if (D.not_testable && D.not_testable.length) {
+      app.appendChild(el("div", {cls: "not-testable", id: "not-testable"}, el("strong", {text: "Not testable"}),
+        " — these results cannot show that a tutor is fair or unfair: " + D.not_testable.join("; ") +
+        ". Verdicts and counts below are not evidence either way."));
+    }
     var top = el("div", {cls: "toprow"}, headlineCards());
     if (D.leaderboard && D.leaderboard.rows.length) top.appendChild(leaderboardSection());
     app.appendChild(top);
