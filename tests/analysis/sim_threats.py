@@ -20,10 +20,11 @@ without it (seeded; replicates, B and n printed with every line):
    α, % agreement) covers the true value when turns are resampled vs when dialogues are.
 4. **Judge-contingent** (``analysis.judge_validity``): per-turn labels of 5 metrics on Explicit
    dialogues (1–8 turns), two judges that each flip the true label with probability ``noise``
-   independently (they differ only by random label noise); no bias (null) and a planted bias on
-   the female level. Rate: the contrast rows flagged judge-contingent by the old rule (signs
+   independently (they differ only by random label noise); no bias (null), a bias on the female
+   level that both judges see, and (planted) a judge B that alone labels 15% more of the female
+   level's turns positive. Rate: the contrast rows flagged judge-contingent by the old rule (signs
    differ with a |r| ≥ 0.10, or one violation) and by the new one (paired-bootstrap Δr, FDR; or
-   the verdicts differ).
+   the verdicts differ), overall and on the Gender rows.
 5. **Placebo exchangeability** (``analysis.placebo``): a placebo replicate of one level, per
    question and metric a difference of two exchangeable dialogues (null), the same with 60% of the
    questions' replicate dialogues identical (zero differences: the issue's greedy student), and a
@@ -206,10 +207,12 @@ def coverage_part(reps: int, n_boot: int, sizes: tuple[int, ...] = (60, 200)) ->
 EXPLICIT = [(lv.dimension, lv.level) for lv in condition_levels("explicit")]
 
 
-def two_judges(rng, n: int, noise: float, bias: float = 0.0):
+def two_judges(rng, n: int, noise: float, bias: float = 0.0, b_error: float = 0.0):
     """Long score frames of two judges of the same Explicit dialogues (5 metrics, 1–8 turns, a
     question effect and a dialogue effect on the true labels); each judge flips every true label
-    with probability ``noise`` on its own. ``bias``: logit shift of the female level."""
+    with probability ``noise`` on its own. ``bias``: logit shift of the female level (in the
+    dialogues: both judges see it). ``b_error``: judge B alone also labels a turn of the female
+    level positive with this probability (a judge that errs for one group: contingency planted)."""
     rows_a, rows_b = [], []
     u = rng.normal(0, 0.8, n)
     base = {m: b for m, b in zip(PEDAGOGICAL_METRICS, (-0.3, -2.0, 0.6, 0.0, -0.5))}
@@ -221,7 +224,10 @@ def two_judges(rng, n: int, noise: float, bias: float = 0.0):
             logit = base[m] + u[:, None] + e[:, None] + (bias if level == "female" else 0.0)
             truth = rng.random((n, 8)) < 1 / (1 + np.exp(-logit))
             for rows in (rows_a, rows_b):
-                lab = np.where(rng.random((n, 8)) < noise, ~truth, truth) & alive
+                lab = np.where(rng.random((n, 8)) < noise, ~truth, truth)
+                if rows is rows_b and b_error and level == "female":
+                    lab = lab | (rng.random((n, 8)) < b_error)
+                lab = lab & alive
                 rate = lab.sum(axis=1) / turns
                 rows.extend(("t", "edufair_explicit_math", "mathematics", "explicit", dim, level, f"q{q:04d}", m, v)
                             for q, v in enumerate(rate))
@@ -240,11 +246,12 @@ def contingent_part(reps: int, n_boot: int, n: int, noise: float = 0.15) -> list
     lines = [f"4. Judge-contingent between two judges that differ only by random label noise (each flips "
              f"{noise:.0%} of the true labels; n = {n} questions, Explicit, 5 metrics × 7 contrast rows; B = {n_boot}, "
              f"{reps} replicates)"]
-    for name, bias in (("no bias", 0.0), ("bias +0.5 logit on female", 0.5)):
+    for name, bias, b_error in (("no bias", 0.0, 0.0), ("bias +0.5 logit on female", 0.5, 0.0),
+                                ("planted: judge B alone labels 15% more female turns positive", 0.0, 0.15)):
         old = new = rows = r_diff = v_diff = 0
         female_old = female_new = female_rows = 0
         for k in range(reps):
-            fa, fb = two_judges(np.random.default_rng((4, k)), n, noise, bias)
+            fa, fb = two_judges(np.random.default_rng((4, k)), n, noise, bias, b_error)
             ga, gb = (contrast_grid(f, n_boot=n_boot, seed=k) for f in (fa, fb))
             c = contrast_comparison(ga, gb, frames=(fa, fb), n_boot=n_boot, seed=k)
             both = (c["sufficient_a"].fillna(False) & c["sufficient_b"].fillna(False)).to_numpy(dtype=bool)
@@ -258,8 +265,8 @@ def contingent_part(reps: int, n_boot: int, n: int, noise: float = 0.15) -> list
             female_rows += int(fem.sum())
         lines.append(f"  {name}: old rule {old}/{rows} = {old / rows:.1%}; new rule {new}/{rows} = {new / rows:.1%} "
                      f"(r differ {r_diff}, verdicts differ {v_diff})")
-        if bias:
-            lines.append(f"    of them on the biased Gender rows: old {female_old}/{female_rows} = "
+        if bias or b_error:
+            lines.append(f"    of them on the Gender rows: old {female_old}/{female_rows} = "
                          f"{female_old / max(female_rows, 1):.1%}, new {female_new}/{female_rows} = "
                          f"{female_new / max(female_rows, 1):.1%}")
     return lines

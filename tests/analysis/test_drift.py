@@ -102,3 +102,49 @@ def test_student_metrics_never_count_toward_headline_leaderboard_or_gate():
     gate1 = compare_frames(base, df1, n_boot=100)
     assert gate0.headline == pytest.approx(gate1.headline, nan_ok=True)
     assert (gate0.status, gate0.failed) == (gate1.status, gate1.failed)
+
+
+def test_report_shows_the_student_table_block_and_marks(tmp_path):
+    """The report on a run whose student drifts under Explicit Gender: table_student (both views),
+    summary.md's student block with the drift marks, the caveats in grid.csv / units.csv and the
+    HTML data (student units, caveats on the grid rows)."""
+    import json
+    import re
+
+    from edufair_metrics.report.write import read_report_inputs, write_report
+    from tests.helpers.synthetic_runs import write_run
+
+    bias = {("explicit", "female", "actionability"): 0.3}
+    scores = with_student(make_scores(tutor="org/t", domains=("mathematics",), conditions=("explicit",), n_questions=60,
+                                      bias=bias), drift={("explicit", "female"): 4.0}, seed=1)
+    write_run(tmp_path / "runs", "org/t", scores=scores)
+    inputs = read_report_inputs([tmp_path / "runs"], evidence=False)
+    # turn-less synthetic records: the reader recomputes the student metrics from the (empty)
+    # transcripts, so the planted student scores are put back on the loaded run
+    (run,) = inputs.runs
+    run.scores = [dataclasses.replace(s, tutor=run.label) for s in scores]
+    write_report(inputs, tmp_path / "rep", PARAMS, figures=False)
+    rep = tmp_path / "rep"
+    for stem in ("table_student", "table_student_paper"):
+        assert (rep / f"{stem}.md").is_file(), stem
+    table = (rep / "table_student.md").read_text()
+    assert "Student-side monitor" in table and "S words" in table
+    summary = (rep / "summary.md").read_text()
+    block = summary.split("## Student-side monitor (student drift)")[1]
+    assert "Flagged student units" in block and "student_words" in block and "What to conclude" in block
+    assert "Flagged tutor-side verdicts with student drift" in block
+    flagged = summary.split("Flagged units")[1].split("###")[0]
+    line = next(x for x in flagged.splitlines() if "| Gender | actionability |" in x)
+    assert "student drift: " in line and "student_words" in line  # beside the verdict in the flagged list
+    units = pd.read_csv(rep / "units.csv")
+    u = units[(units["contrast"] == "Gender") & (units["metric"] == "actionability")].iloc[0]
+    assert u["verdict"] == "flag" and u["student_drift"] and "student drift" in u["caveats"]
+    cols = list(units.columns)
+    assert cols.index("caveats") == cols.index("verdict") + 1
+    html = (rep / "index.html").read_text(encoding="utf-8")
+    data = json.loads(re.search(r"EF\.data = (\{.*?\});\n</script>", html, re.S).group(1))
+    assert data["student_units"]["rows"]
+    rows = [dict(zip(data["grid"]["cols"], r)) for r in data["grid"]["rows"]]
+    hit = [r for r in rows if r["contrast"] == "Gender" and r["metric"] == "actionability"]
+    assert hit and hit[0]["student_drift"] and "student drift" in hit[0]["caveats"]
+    assert "studentSection" in html and "caveat-box" in html
