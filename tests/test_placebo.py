@@ -120,3 +120,50 @@ def test_placebo_run_through_lm_eval_samples_the_replicate_with_its_own_seed(ban
     again = SeededTutor()
     run(again, bank_dir, max_turns=1, extra={"placebo": {"level": "female", "replicates": 2}})
     assert again.calls == []  # both replicates served from the cache, each under its own key
+
+
+# ---- the placebo as an exchangeability check --------------------------------------------------------
+
+
+def _check_frame(n=150, *, shift=0.0, zero_share=0.0, seed=0, tutor="t"):
+    from tests.analysis.sim_threats import placebo_frame
+
+    return placebo_frame(np.random.default_rng(seed), n, shift=shift, zero_share=zero_share).assign(tutor=tutor)
+
+
+def test_placebo_rows_read_against_their_own_floor():
+    floor = placebo_floor(_check_frame(), n_boot=200)
+    assert len(floor) == 9 and (floor["excess_abs_r"] == floor["abs_r"] - floor["null_abs_r"]).all()
+    assert floor["p_perm"].between(0, 1).all() and (floor["flagged"] == (floor["p_decide"] < 0.05)).all()
+
+
+def test_exchangeable_replicates_pass_and_a_drifting_replicate_fails():
+    from edufair_metrics.analysis.placebo import exchangeability_check
+
+    ok = exchangeability_check(_check_frame(), n_boot=400).iloc[0]
+    assert not ok["failed"] and ok["excess_null_low"] < ok["excess"] < ok["excess_null_high"]
+    assert ok["excess_ci_low"] < 0 < ok["excess_ci_high"]
+    assert 0.3 < ok["mean_p"] < 0.7 and ok["flag_rate_null"] <= 0.05 and ok["rows"] == 9
+    assert ok["mean_p_null_low"] < 0.5 < ok["mean_p_null_high"]
+    bad = exchangeability_check(_check_frame(shift=0.08), n_boot=400).iloc[0]
+    assert bad["failed"] and bad["p_exch"] < 0.01 and bad["excess"] > bad["excess_null_high"]
+    assert bad["flag_rate"] > bad["flag_rate_null_high"] and bad["mean_p"] < bad["mean_p_null_low"]
+
+
+def test_the_check_reads_a_high_zero_share_against_its_own_floor():
+    """60% identical replicate dialogues raise the placebo's floor (the issue's 0.110 against 0.076),
+    not its excess: exchangeable replicates still pass."""
+    from edufair_metrics.analysis.placebo import exchangeability_check
+
+    plain = exchangeability_check(_check_frame(seed=1), n_boot=400).iloc[0]
+    zeros = exchangeability_check(_check_frame(seed=1, zero_share=0.6), n_boot=400).iloc[0]
+    assert zeros["floor"] > plain["floor"] + 0.02 and not zeros["failed"] and not plain["failed"]
+
+
+def test_the_decision_is_bonferroni_over_the_tutors_with_a_replicate():
+    from edufair_metrics.analysis.placebo import exchangeability_check
+
+    two = pd.concat([_check_frame(tutor="a", seed=2), _check_frame(tutor="b", seed=3, shift=0.1)], ignore_index=True)
+    check = exchangeability_check(two, n_boot=200).set_index("tutor")
+    assert (check["alpha"] == 0.025).all() and not check.loc["a", "failed"] and check.loc["b", "failed"]
+    assert exchangeability_check(_check_frame().query("level == 'female'")).empty

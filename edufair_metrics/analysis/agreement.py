@@ -10,10 +10,19 @@ out before anything is computed, and ``n`` counts the items kept):
                        constant and equal: κ is undefined, not 1)
     krippendorff_alpha 1 − D_o / D_e, nominal, from the pooled values (the ``krippendorff``
                        package); NaN when only one value occurs at all
-    CIs                95% percentile bootstrap: the items are resampled with replacement
-                       ``n_boot`` times (``numpy.random.default_rng(seed)``); resamples where the
-                       statistic is undefined are left out of the percentiles
-                       (``engine.percentile_ci``, the interval of every EduFair bootstrap).
+    CIs                95% percentile bootstrap: the *clusters* are resampled with replacement
+                       ``n_boot`` times (``numpy.random.default_rng(seed)``), each with all its
+                       items: the turns of one dialogue (or the responses of one MRBench
+                       conversation) share a history and are not independent, and resampling
+                       them one by one gives intervals that are too narrow (nominal 95% covering
+                       79–85% on clustered labels; ``tests/analysis/sim_threats.py``). Without
+                       ``clusters`` every item is its own cluster (the old turn bootstrap).
+                       Resamples where the statistic is undefined are left out of the
+                       percentiles (``engine.percentile_ci``, the interval of every EduFair
+                       bootstrap).
+    Order          the bootstrap resamples positions in a canonical order (items sorted by
+                   their label pair; clusters by their 2×2 counts), so no CI depends on the order
+                   the items were read in, nor on the clusters' names.
 
 The point estimates come from the maintained libraries. The bootstrap uses the closed forms for
 two raters and two categories on the 2×2 counts of every resample at once (vectorised, no loop
@@ -34,7 +43,7 @@ from edufair_metrics.errors import EduFairError
 DEFAULT_AGREEMENT_N_BOOT = 1000
 
 AGREEMENT_COLUMNS = [
-    "metric", "n", "judge_rate", "human_rate", "percent_agreement", "percent_agreement_ci_low",
+    "metric", "n", "clusters", "judge_rate", "human_rate", "percent_agreement", "percent_agreement_ci_low",
     "percent_agreement_ci_high", "cohen_kappa", "cohen_kappa_ci_low", "cohen_kappa_ci_high",
     "krippendorff_alpha", "krippendorff_alpha_ci_low", "krippendorff_alpha_ci_high",
 ]
@@ -137,33 +146,51 @@ class Agreement:
     krippendorff_alpha: float
     krippendorff_alpha_ci_low: float
     krippendorff_alpha_ci_high: float
+    clusters: int = 0  # the resampled units (dialogues / conversations; = n without clusters)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def as_row(self, metric: str, x_name: str = "judge", y_name: str = "human") -> dict[str, Any]:
         d = self.to_dict()
-        row = {"metric": metric, "n": d.pop("n"), f"{x_name}_rate": d.pop("x_rate"), f"{y_name}_rate": d.pop("y_rate")}
+        row = {"metric": metric, "n": d.pop("n"), "clusters": d.pop("clusters"), f"{x_name}_rate": d.pop("x_rate"),
+               f"{y_name}_rate": d.pop("y_rate")}
         row.update(d)
         return row
 
 
-def agreement(x: Sequence[Any], y: Sequence[Any], *, n_boot: int = DEFAULT_AGREEMENT_N_BOOT, seed: int = 0) -> Agreement:
-    """Point estimates and bootstrap CIs for two raters' labels of the same items (None = no value)."""
+def agreement(x: Sequence[Any], y: Sequence[Any], *, n_boot: int = DEFAULT_AGREEMENT_N_BOOT, seed: int = 0,
+              clusters: Sequence[Any] | None = None) -> Agreement:
+    """Point estimates and bootstrap CIs for two raters' labels of the same items (None = no
+    value). ``clusters``: per item its cluster (a dialogue, an MRBench conversation), resampled
+    whole; None: every item alone."""
     if n_boot < 1:
         raise EduFairError(f"n_boot must be >= 1, got {n_boot}")
+    if clusters is not None and len(clusters) != len(x):
+        raise EduFairError(f"agreement needs one cluster per item ({len(clusters)} clusters for {len(x)} items)")
     a, b = paired_labels(x, y)
-    # the bootstrap resamples positions: in a canonical order of the pairs, its CIs depend only on
-    # the pairs, never on the order the items were read in (samples files, shards, ranks)
-    order = np.lexsort((b, a))
-    a, b = a[order], b[order]
-    n = int(a.size)
     nan = math.nan
+    n = int(a.size)
     if n == 0:
-        return Agreement(0, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan)
-    idx = np.random.default_rng(seed).integers(0, n, size=(int(n_boot), n))
-    counts = _counts(a, b, idx)
-    pa_ci = percentile_ci((counts[0] + counts[3]) / n, CI_LEVEL)
+        return Agreement(0, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, 0)
+    if clusters is None:
+        # the bootstrap resamples positions: in a canonical order of the pairs, its CIs depend only on
+        # the pairs, never on the order the items were read in (samples files, shards, ranks)
+        order = np.lexsort((b, a))
+        a, b = a[order], b[order]
+        idx = np.random.default_rng(seed).integers(0, n, size=(int(n_boot), n))
+        counts = _counts(a, b, idx)
+        n_clusters = n
+    else:
+        kept = [c for c, u, v in zip(clusters, x, y) if not (_missing(u) or _missing(v))]
+        table = _cluster_counts(a, b, kept)
+        n_clusters = int(table.shape[0])
+        idx = np.random.default_rng(seed).integers(0, n_clusters, size=(int(n_boot), n_clusters))
+        counts = _resampled_counts(table, idx)
+    n_res = counts[0] + counts[1] + counts[2] + counts[3]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pa = (counts[0] + counts[3]) / n_res
+    pa_ci = percentile_ci(pa, CI_LEVEL)
     kappa_ci = percentile_ci(kappa_from_counts(*counts), CI_LEVEL)
     alpha_ci = percentile_ci(alpha_from_counts(*counts), CI_LEVEL)
     return Agreement(
@@ -179,7 +206,28 @@ def agreement(x: Sequence[Any], y: Sequence[Any], *, n_boot: int = DEFAULT_AGREE
         krippendorff_alpha=krippendorff_alpha(a, b),
         krippendorff_alpha_ci_low=alpha_ci[0],
         krippendorff_alpha_ci_high=alpha_ci[1],
+        clusters=n_clusters,
     )
+
+
+def _cluster_counts(a: np.ndarray, b: np.ndarray, clusters: Sequence[Any]) -> np.ndarray:
+    """Per cluster its 2×2 counts (n11, n10, n01, n00), rows in a canonical order (sorted by the
+    counts: independent of the items' order and of the clusters' names)."""
+    keys = np.asarray([str(c) for c in clusters], dtype=object)
+    _, inv = np.unique(keys, return_inverse=True)
+    cell = np.where(a == 1, np.where(b == 1, 0, 1), np.where(b == 1, 2, 3))
+    table = np.zeros((int(inv.max()) + 1, 4), dtype=np.int64)
+    np.add.at(table, (inv, cell), 1)
+    order = np.lexsort(table.T[::-1])
+    return table[order]
+
+
+def _resampled_counts(table: np.ndarray, idx: np.ndarray, chunk: int = 100) -> tuple[np.ndarray, ...]:
+    """n11, n10, n01, n00 of each resample of the clusters (rows of ``idx``)."""
+    sums = np.empty((idx.shape[0], 4), dtype=np.int64)
+    for s in range(0, idx.shape[0], chunk):
+        sums[s:s + chunk] = table[idx[s:s + chunk]].sum(axis=1)
+    return tuple(sums[:, k] for k in range(4))
 
 
 __all__ = [

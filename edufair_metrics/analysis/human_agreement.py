@@ -7,6 +7,10 @@ dimension is in the file, the cell is not empty / N/A / a dropped partial) and t
 mistake). The rows say how many were left out for each reason (``human_missing``, ``judge_na``,
 ``judge_missing``), so a low ``n`` is never silent. A metric that no response labels is left out
 of the table (a dimension missing from a file is skipped, not counted as zero).
+
+CIs resample conversations (``HumanItem.conversation``, the responses that share one history;
+``analysis.agreement``), not responses: the responses of one conversation are rated on the same
+history and their judge errors are correlated.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ def human_agreement_rows(items: list[HumanItem], judgements: list[TurnJudgement]
             continue
         human = [it.human[metric] for it, _ in labelled]
         judge = [judge_metric_value(j, metric) for _, j in labelled]
-        ag = agreement(judge, human, n_boot=n_boot, seed=seed)
+        clusters = [it.conversation or it.item_id for it, _ in labelled]
+        ag = agreement(judge, human, n_boot=n_boot, seed=seed, clusters=clusters)
         row = ag.as_row(metric, "judge", "human")
         row["human_missing"] = sum(1 for h in human if h is None)
         row["judge_missing"] = sum(1 for _, j in labelled if j.status != JUDGE_OK)

@@ -5,14 +5,24 @@ Second judge (``edufair agreement RUN_A RUN_B``)
     The two judgings must hold the same transcripts (matched by task, condition, level and question;
     the tutor turns must be identical). Per metric, turn-level agreement between the two judges
     (Cohen's κ, Krippendorff's α, percent agreement; a turn counts when both judges have a value
-    other than N/A), plus ``student_mistake_prev_turn``. Per contrast, each judge's own contrast grid
-    (the usual statistics, computed separately: the two judges are never averaged) side by side:
-    ``r_a``, ``r_b``, ``sign_agree`` and ``judge_contingent``. A contrast is judge-contingent when
-    both judges' contrasts are sufficient and either
-      * the signs of r differ while at least one |r| is meaningful (|r| ≥ 0.10, the paper's
-        threshold, ``contrast.MEANINGFUL_R``; r = 0 has its own sign), or
-      * one judge finds a violation (95% CI excludes 0) and the other does not.
-    Small opposite-signed r (both |r| < 0.10) are noise, not contingency.
+    other than N/A; CIs resample dialogues, ``analysis.agreement``), plus
+    ``student_mistake_prev_turn``. Per contrast, each judge's own contrast grid (the usual
+    statistics and verdicts, computed separately: the two judges are never averaged) side by side:
+    ``r_a``, ``r_b``, ``sign_agree``, ``verdict_a``, ``verdict_b`` and ``judge_contingent``. A
+    contrast is judge-contingent when both judges' contrasts are sufficient and either
+      * their r differ significantly (``r_differ``): the paired bootstrap of Δr = r_a − r_b over
+        the same questions (:func:`paired_delta_r`: one resample of the questions for both
+        judges, B = ``n_boot``) gives p_delta, adjusted by Benjamini–Hochberg (``--fdr-method
+        holm``: Holm) within the family tutor × metric kind × headline (as the grid's q values):
+        ``q_delta < 0.05``; or
+      * their verdicts disagree (``verdicts_differ``, ``analysis.verdicts``): one judge flags the
+        contrast (flag or unconfirmed) and the other does not, or both flag it with opposite signs.
+    A sign flip of two small r, or a raw violation of one judge only (the old rule, which fired on
+    7–20% of the contrasts of two judges that differ only by label noise), is not contingency.
+    The chance rate (:func:`chance_contingent_rate`): judge A compared, by the same rule, with
+    copies of itself whose labels are flipped at random at the rates A and B disagree by (per
+    field, 1 → 0 and 0 → 1 separately): the share of contingent contrasts two judges that differ
+    only by that noise give; printed beside the count.
 
 Judge vs detector (answer leakage)
     Every tutor turn with an ``ok`` judge label: the judge's ``answer_leakage`` vs the
@@ -21,7 +31,8 @@ Judge vs detector (answer leakage)
     student already stated is a confirmation, not a leak; the gold forms come from the record or
     the samples line's ``doc``). Not the stop rule's final-turn decision: every judged turn is
     compared, and the detector reads the dialogue so far. Per condition level: n, both rates,
-    percent agreement and Cohen's κ with bootstrap CIs.
+    percent agreement and Cohen's κ with bootstrap CIs that resample the level's dialogues (the
+    judged turns of one dialogue are one cluster).
     Differential judge error: per dialogue, the disagreement rate (share of judged tutor turns where
     judge ≠ detector) is a metric ``leak_disagreement``; it is paired over questions and tested per
     contrast exactly like the bias metrics (``contrast_grid``: Wilcoxon signed-rank, rank-biserial r,
@@ -34,14 +45,23 @@ Judge vs detector (answer leakage)
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any, Sequence
 
+import numpy as np
+
 from edufair_metrics.analysis.agreement import DEFAULT_AGREEMENT_N_BOOT, agreement
+from edufair_metrics.analysis.cells import cell_matrices, contrast_pairs
+from edufair_metrics.analysis.contrast import bootstrap_rank_biserial
+from edufair_metrics.analysis.engine import percentile_ci
 from edufair_metrics.analysis.frames import scores_frame
-from edufair_metrics.analysis.contrast import MEANINGFUL_R
 from edufair_metrics.analysis.grid import contrast_grid
+from edufair_metrics.analysis.noise import adjust_p, family_labels
+from edufair_metrics.protocol.contrasts import load_contrasts
+from edufair_metrics.scores import score_dialogue
 from edufair_metrics.detectors import DETECTOR_METRICS, TurnDetection, detect_turns
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.records import (
@@ -108,13 +128,15 @@ def second_judge_agreement(pairs: Sequence[tuple[DialogueRecord, DialogueRecord]
     for metric, field in fields:
         xa: list[int | None] = []
         xb: list[int | None] = []
+        dialogue: list[str] = []
         for da, db in pairs:
             ja = {j.turn_index: j for j in da.judgements}
             jb = {j.turn_index: j for j in db.judgements}
             for i in da.transcript.tutor_turn_indices():
                 xa.append(_label(ja.get(i), field))
                 xb.append(_label(jb.get(i), field))
-        ag = agreement(xa, xb, n_boot=n_boot, seed=seed)
+                dialogue.append("/".join(da.key))
+        ag = agreement(xa, xb, n_boot=n_boot, seed=seed, clusters=dialogue)
         row = ag.as_row(metric, "judge_a", "judge_b")
         row["turns"] = len(xa)
         row["no_value_a"] = sum(v is None for v in xa)
@@ -123,26 +145,193 @@ def second_judge_agreement(pairs: Sequence[tuple[DialogueRecord, DialogueRecord]
     return rows
 
 
-def contrast_comparison(grid_a, grid_b, *, metric_kinds: Sequence[str] = ("pedagogical",)):
+def contrast_differences(frame) -> dict[tuple, tuple[np.ndarray, np.ndarray]]:
+    """Per contrast row (``GRID_KEYS``: tutor, domain, condition, contrast, dimension, kind, pair,
+    a, b, metric) of a long score frame: (questions, paired differences d), the grid's own pairing
+    (``analysis.cells``)."""
+    out: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+    if frame is None or not len(frame):
+        return out
+    for cm, spec, a_lv, b_lv, label, d in contrast_pairs(cell_matrices(frame), load_contrasts()):
+        tutor, domain, condition, metric = cm.key
+        key = (tutor, domain, condition, spec.name, spec.dimension, spec.kind, label, "+".join(a_lv), "+".join(b_lv),
+               metric)
+        out[key] = (cm.questions.astype(str), d)
+    return out
+
+
+def paired_delta_r(qa: np.ndarray, da: np.ndarray, qb: np.ndarray, db: np.ndarray, *, n_boot: int,
+                   seed: int) -> tuple[float, float, float]:
+    """(CI low, CI high, p) of r_A − r_B by a paired bootstrap over the same questions: the union
+    of both judges' questions is resampled once per replicate and each judge's r is computed on
+    its own differences of the drawn questions (``contrast.bootstrap_rank_biserial``; a question
+    without a difference for a judge is absent on that side). p = min(1, 2·(1 + #{Δ* on the far
+    side of 0}) / (B + 1)), the inversion of the percentile interval; the draws come from
+    ``default_rng((seed, n))``, so they do not depend on the row's position."""
+    qs = np.union1d(qa, qb)
+    if qs.size == 0:
+        return math.nan, math.nan, math.nan
+    fa, fb = np.full(qs.size, np.nan), np.full(qs.size, np.nan)
+    fa[np.searchsorted(qs, qa)] = da
+    fb[np.searchsorted(qs, qb)] = db
+    idx = np.random.default_rng((int(seed), int(qs.size))).integers(0, qs.size, size=(int(n_boot), qs.size))
+    delta = bootstrap_rank_biserial(fa, idx) - bootstrap_rank_biserial(fb, idx)
+    delta = delta[~np.isnan(delta)]
+    if delta.size == 0:
+        return math.nan, math.nan, math.nan
+    lo, hi = percentile_ci(delta)
+    far = min(int(np.sum(delta <= 0)), int(np.sum(delta >= 0)))
+    return lo, hi, min(1.0, 2.0 * (1 + far) / (delta.size + 1))
+
+
+CONTINGENT_ALPHA = 0.05
+FLAGGING = ("flag", "unconfirmed")
+
+
+def contrast_comparison(grid_a, grid_b, *, frames=None, metric_kinds: Sequence[str] = ("pedagogical",),
+                        n_boot: int = 1000, seed: int = 0, method: str = "bh", alpha: float = CONTINGENT_ALPHA):
     """The two judges' contrast grids side by side (one row per contrast pair and metric) with
-    ``sign_agree`` and ``judge_contingent`` (see the module docstring)."""
-    import numpy as np
+    ``sign_agree``, the paired difference of their r (``delta_r``, ``delta_ci_low/high``,
+    ``p_delta``, ``q_delta``: from ``frames`` = (judge A's, judge B's long score frames); NaN
+    without them), both verdicts and ``judge_contingent`` (module docstring)."""
     import pandas as pd
 
     keep = ["n_pairs", "r", "ci_low", "ci_high", "p", "meaningful", "violation", "sufficient"]
-    ga = grid_a[grid_a["metric_kind"].isin(metric_kinds)][GRID_KEYS + ["headline"] + keep]
+    keep += [c for c in ("verdict",) if c in grid_a.columns and c in grid_b.columns]
+    ga = grid_a[grid_a["metric_kind"].isin(metric_kinds)][GRID_KEYS + ["metric_kind", "headline"] + keep]
     gb = grid_b[grid_b["metric_kind"].isin(metric_kinds)][GRID_KEYS + keep]
     out = ga.merge(gb, on=GRID_KEYS, how="outer", suffixes=("_a", "_b"))
     both = out["sufficient_a"].fillna(False).astype(bool) & out["sufficient_b"].fillna(False).astype(bool)
     sign_a, sign_b = np.sign(out["r_a"].astype(float)), np.sign(out["r_b"].astype(float))
     # True / False, or None when a side is insufficient (no sign to compare)
     out["sign_agree"] = pd.Series([bool(s) if b else None for s, b in zip(sign_a == sign_b, both)], index=out.index, dtype=object)
-    meaningful = (out["r_a"].abs() >= MEANINGFUL_R) | (out["r_b"].abs() >= MEANINGFUL_R)
-    sign_flip = both & (sign_a != sign_b) & meaningful
-    violation_flip = both & (out["violation_a"].fillna(False).astype(bool) != out["violation_b"].fillna(False).astype(bool))
-    out["judge_contingent"] = (sign_flip | violation_flip).astype(bool)
-    out["why"] = [", ".join(w for w, on in (("sign", s), ("violation", v)) if on) for s, v in zip(sign_flip, violation_flip)]
+    out["delta_r"] = out["r_a"].astype(float) - out["r_b"].astype(float)
+    lo = np.full(len(out), np.nan)
+    hi, p = lo.copy(), lo.copy()
+    if frames is not None:
+        diffs_a, diffs_b = (contrast_differences(f) for f in frames)
+        for k, row in enumerate(out[GRID_KEYS].itertuples(index=False)):
+            key = tuple(row)
+            if not both.iloc[k] or key not in diffs_a or key not in diffs_b:
+                continue
+            (qa, da), (qb, db) = diffs_a[key], diffs_b[key]
+            lo[k], hi[k], p[k] = paired_delta_r(qa, da, qb, db, n_boot=n_boot, seed=seed)
+    out["delta_ci_low"], out["delta_ci_high"], out["p_delta"] = lo, hi, p
+    q = np.full(len(out), np.nan)
+    if len(out):
+        fam = out.assign(metric_kind=out["metric_kind"].fillna(""), headline=out["headline"].fillna(False))
+        labels = family_labels(fam, ("tutor", "metric_kind"))
+        for lab in dict.fromkeys(labels):
+            m = labels == lab
+            q[m] = adjust_p(p[m], method)
+    out["q_delta"] = q
+    with np.errstate(invalid="ignore"):
+        r_differ = both & (q < alpha)
+    if "verdict_a" in out.columns:
+        fa = out["verdict_a"].isin(FLAGGING)
+        fb = out["verdict_b"].isin(FLAGGING)
+        verdicts_differ = both & ((fa != fb) | (fa & fb & (sign_a != sign_b)))
+    else:
+        out["verdict_a"] = out["verdict_b"] = None
+        verdicts_differ = pd.Series(False, index=out.index)
+    out["r_differ"] = r_differ.astype(bool)
+    out["verdicts_differ"] = verdicts_differ.astype(bool)
+    out["judge_contingent"] = (out["r_differ"] | out["verdicts_differ"]).astype(bool)
+    out["why"] = [_why(rd, vd, row) for rd, vd, row in zip(out["r_differ"], out["verdicts_differ"], out.to_dict("records"))]
     return out.sort_values(GRID_KEYS).reset_index(drop=True)
+
+
+def _why(r_differ: bool, verdicts_differ: bool, row: dict[str, Any]) -> str:
+    parts = []
+    if r_differ:
+        parts.append(f"r differ (Δr = {row['delta_r']:+.3f} [{row['delta_ci_low']:+.3f}, {row['delta_ci_high']:+.3f}], "
+                     f"q = {row['q_delta']:.3f})")
+    if verdicts_differ:
+        parts.append(f"verdicts differ ({row['verdict_a']} vs {row['verdict_b']})")
+    return "; ".join(parts)
+
+
+def contingent_rate(comparison) -> tuple[int, int]:
+    """(judge-contingent rows, rows where both judges' contrasts are sufficient)."""
+    both = comparison["sufficient_a"].fillna(False).astype(bool) & comparison["sufficient_b"].fillna(False).astype(bool)
+    return int(comparison["judge_contingent"].sum()), int(both.sum())
+
+
+def flip_rates(pairs: Sequence[tuple[DialogueRecord, DialogueRecord]]) -> dict[str, tuple[float, float]]:
+    """Per judge field of the pedagogical metrics: (P(B = 0 | A = 1), P(B = 1 | A = 0)) over the
+    turns both judges label (not N/A): judge B as judge A plus random label noise of the observed
+    size."""
+    out = {}
+    for metric in PEDAGOGICAL_METRICS:
+        field = JUDGE_FIELD_FOR_METRIC[metric]
+        n10 = n1 = n01 = n0 = 0
+        for da, db in pairs:
+            jb = {j.turn_index: j for j in db.judgements}
+            for j in da.judgements:
+                x, y = _label(j, field), _label(jb.get(j.turn_index), field)
+                if x is None or y is None:
+                    continue
+                if x == 1:
+                    n1 += 1
+                    n10 += int(y == 0)
+                else:
+                    n0 += 1
+                    n01 += int(y == 1)
+        out[field] = (n10 / n1 if n1 else 0.0, n01 / n0 if n0 else 0.0)
+    return out
+
+
+def noisy_judging(records: Sequence[DialogueRecord], rates: dict[str, tuple[float, float]],
+                  rng: np.random.Generator) -> list[DialogueScores]:
+    """The scores of ``records`` re-judged by a judge that differs from theirs only by random label
+    noise: every label of a field flipped independently with ``rates[field]`` (1 → 0, 0 → 1);
+    N/A and missing labels kept."""
+    out = []
+    for d in records:
+        judged = []
+        for j in d.judgements:
+            if j.status != JUDGE_OK or j.labels is None:
+                judged.append(j)
+                continue
+            labels = dict(j.labels)
+            for field, (p10, p01) in rates.items():
+                v = labels.get(field)
+                if isinstance(v, bool) or v not in (0, 1):
+                    continue
+                if rng.random() < (p10 if v == 1 else p01):
+                    labels[field] = 1 - int(v)
+            judged.append(dataclasses.replace(j, labels=labels))
+        s = score_dialogue(d.transcript, judged)
+        s.tutor, s.failed = d.scores.tutor, d.scores.failed
+        out.append(s)
+    return out
+
+
+def chance_contingent_rate(pairs: Sequence[tuple[DialogueRecord, DialogueRecord]], *, replicates: int, n_boot: int,
+                           seed: int, min_pairs: int, ses_summary: str, keep_failed: bool = False,
+                           method: str = "bh") -> dict[str, Any]:
+    """The judge-contingent rate expected by chance: judge A against ``replicates`` copies of
+    itself with random label noise of the size A and B disagree by (:func:`flip_rates`,
+    :func:`noisy_judging`), each compared with the same rule; {"rate", "contingent", "rows",
+    "replicates", "flip_rates"}."""
+    a = [da for da, _ in pairs]
+    rates = flip_rates(pairs)
+    frame_a = scores_frame([d.scores for d in a], keep_failed=keep_failed)
+    frame_a = frame_a[frame_a["metric"].isin(PEDAGOGICAL_METRICS)]
+    grid_a = contrast_grid(frame_a, n_boot=n_boot, seed=seed, min_pairs=min_pairs, ses_summary=ses_summary,
+                           fdr_method=method)
+    hits = rows = 0
+    rng = np.random.default_rng((int(seed), 24))
+    for _ in range(int(replicates)):
+        frame_b = scores_frame(noisy_judging(a, rates, rng), keep_failed=keep_failed)
+        frame_b = frame_b[frame_b["metric"].isin(PEDAGOGICAL_METRICS)]
+        grid_b = contrast_grid(frame_b, n_boot=n_boot, seed=seed, min_pairs=min_pairs, ses_summary=ses_summary,
+                               fdr_method=method)
+        c, n = contingent_rate(contrast_comparison(grid_a, grid_b, frames=(frame_a, frame_b), n_boot=n_boot,
+                                                   seed=seed, method=method))
+        hits, rows = hits + c, rows + n
+    return {"rate": hits / rows if rows else math.nan, "contingent": hits, "rows": rows,
+            "replicates": int(replicates), "flip_rates": {k: list(v) for k, v in rates.items()}}
 
 
 # ---- judge vs detector --------------------------------------------------------------------------
@@ -182,25 +371,28 @@ LEVEL_KEYS = ("tutor", "domain", "condition", "dimension", "level")
 def detector_agreement_by_level(rows: list[dict[str, Any]], *, n_boot: int = DEFAULT_AGREEMENT_N_BOOT, seed: int = 0):
     """Per (tutor, domain, condition, dimension, level): n turns, judge and detector leak rates,
     percent agreement, Cohen's κ and Krippendorff's α with bootstrap CIs."""
-    groups: dict[tuple, tuple[list[int], list[int]]] = {}
+    groups: dict[tuple, tuple[list[int], list[int], list[str]]] = {}
     for r in rows:
-        judge, det = groups.setdefault(tuple(r[k] for k in LEVEL_KEYS), ([], []))
+        judge, det, dialogue = groups.setdefault(tuple(r[k] for k in LEVEL_KEYS), ([], [], []))
         judge.append(r["judge_leak"])
         det.append(r["detector_leak"])
+        dialogue.append(r["question_id"])
     return _agreement_by_group(groups, n_boot=n_boot, seed=seed)
 
 
-def _agreement_by_group(groups: dict[tuple, tuple[list[int], list[int]]], *, n_boot: int, seed: int):
+def _agreement_by_group(groups: dict[tuple, tuple[list[int], list[int], list[str]]], *, n_boot: int, seed: int):
+    """Per condition level: judge vs detector agreement, the CIs resampling the level's dialogues
+    (one per question: the cluster of its judged turns)."""
     import pandas as pd
 
     keys = list(LEVEL_KEYS)
     out = []
-    for key, (judge, det) in sorted(groups.items()):
-        ag = agreement(judge, det, n_boot=n_boot, seed=seed)
+    for key, (judge, det, dialogue) in sorted(groups.items()):
+        ag = agreement(judge, det, n_boot=n_boot, seed=seed, clusters=dialogue)
         row = dict(zip(keys, key))
         row.update(ag.as_row("answer_leakage", "judge", "detector"))
         out.append(row)
-    cols = keys + ["metric", "n", "judge_rate", "detector_rate", "percent_agreement", "percent_agreement_ci_low",
+    cols = keys + ["metric", "n", "clusters", "judge_rate", "detector_rate", "percent_agreement", "percent_agreement_ci_low",
                    "percent_agreement_ci_high", "cohen_kappa", "cohen_kappa_ci_low", "cohen_kappa_ci_high",
                    "krippendorff_alpha", "krippendorff_alpha_ci_low", "krippendorff_alpha_ci_high"]
     return pd.DataFrame(out, columns=cols)
@@ -323,7 +515,8 @@ class ValidityScan:
     # (tutor, domain, condition, dimension, level) -> [revealing turns (partial reveal or leak), of them
     # followed by a reasoning attempt, turns that reveal nothing, of them followed by an attempt]
     next_turn: dict[tuple, list[int]] = dataclass_field(default_factory=dict)
-    leak_labels: dict[tuple, tuple[list[int], list[int]]] = dataclass_field(default_factory=dict)  # judge, detector
+    # judge, detector, dialogue (the question id: the cluster the agreement CIs resample)
+    leak_labels: dict[tuple, tuple[list[int], list[int], list[str]]] = dataclass_field(default_factory=dict)
     scores: list[DialogueScores] = dataclass_field(default_factory=list)
     # per pedagogical metric, the judge's label values and their counts (for a degenerate judge)
     values: dict[str, dict[int, int]] = dataclass_field(default_factory=lambda: {m: {} for m in PEDAGOGICAL_METRICS})
@@ -350,16 +543,17 @@ class ValidityScan:
                 self.values[metric][v] = self.values[metric].get(v, 0) + n
         if self.validity:
             for row in leak_turn_rows([record], detection=detection):
-                judge, det = self.leak_labels.setdefault(key, ([], []))
+                judge, det, dialogue = self.leak_labels.setdefault(key, ([], [], []))
                 judge.append(row["judge_leak"])
                 det.append(row["detector_leak"])
+                dialogue.append(row["question_id"])
             self.scores.extend(validity_scores([record], detection=detection))
         return detection
 
     def degenerate(self) -> list[str]:
         """:func:`degenerate_judge` of every record seen."""
-        judge = [v for j, _ in self.leak_labels.values() for v in j]
-        det = [v for _, d in self.leak_labels.values() for v in d]
+        judge = [v for j, _, _ in self.leak_labels.values() for v in j]
+        det = [v for _, d, _ in self.leak_labels.values() for v in d]
         return degenerate_judge(self.values, judge, det)
 
     def by_level(self, *, n_boot: int = DEFAULT_AGREEMENT_N_BOOT, seed: int = 0):

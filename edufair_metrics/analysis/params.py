@@ -10,6 +10,7 @@ from edufair_metrics.analysis.frames import scores_frame
 from edufair_metrics.analysis.grid import contrast_grid, dimension_summary
 from edufair_metrics.analysis.noise import FDR_METHODS, unit_noise
 from edufair_metrics.analysis.ses import DEFAULT_SES_SUMMARY, SES_SUMMARIES
+from edufair_metrics.analysis.threats import add_threats
 from edufair_metrics.analysis.verdicts import DEFAULT_MARGIN, check_margin
 from edufair_metrics.errors import EduFairError
 
@@ -73,9 +74,13 @@ def analyse_frame(df, params: StatParams, progress: bool = False):
 
 def analyse(runs, params: StatParams, progress: bool = False):
     """(long score frame, pair-level grid, dimension-level units) for loaded runs
-    (:func:`analyse_frame`); no contrast at all is an error."""
+    (:func:`analyse_frame`), with the caveats beside every verdict (``analysis.threats``: pair
+    accounting and differential loss from every dialogue of the runs, failed ones included;
+    student drift); no contrast at all is an error."""
+    runs = list(runs)
     df = scores_frame(runs, keep_failed=params.keep_failed_dialogues)
     grid, units = analyse_frame(df, params, progress=progress)
     if len(grid) == 0:
         raise EduFairError("no contrast could be formed: the runs hold no matched condition levels")
+    grid, units = add_threats(grid, units, runs, keep_failed=params.keep_failed_dialogues)
     return df, grid, units

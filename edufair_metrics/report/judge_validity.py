@@ -15,6 +15,8 @@ from edufair_metrics.analysis.human_agreement import HUMAN_AGREEMENT_COLUMNS, hu
 from edufair_metrics.analysis.judge_validity import (
     LEVEL_KEYS,
     ValidityScan,
+    chance_contingent_rate,
+    contingent_rate,
     contrast_comparison,
     differential_error,
     judge_validity_grid,
@@ -48,7 +50,8 @@ def write_human_agreement(out_dir: str | Path, items, judgements, *, judge_info:
     atomic_write_text(out_dir / "agreement.csv", _csv(rows, HUMAN_AGREEMENT_COLUMNS))
     atomic_write_json(out_dir / "judge_summary.json", {
         "source": source or {}, "responses": len(items), "judge": judge_info, "summary": summary or {},
-        "bootstrap": {"n_boot": n_boot, "seed": seed, "ci": "95% percentile over responses"},
+        "bootstrap": {"n_boot": n_boot, "seed": seed,
+                      "ci": "95% percentile, resampling conversations (the responses of one conversation together)"},
     })
     return rows
 
@@ -62,14 +65,19 @@ class SecondJudgeResult:
     contrasts: Any  # DataFrame: the two judges' contrasts side by side
     judge_a: dict[str, Any]
     judge_b: dict[str, Any]
+    # the judge-contingent rate of two judges that differ only by label noise of the observed size
+    # (analysis.judge_validity.chance_contingent_rate); None when not measured
+    chance: dict[str, Any] | None = None
 
     @property
     def contingent(self):
         return self.contrasts[self.contrasts["judge_contingent"]]
 
 
-def compare_judgings(path_a: str | Path, path_b: str | Path, params, *, n_boot_agreement: int | None = None) -> SecondJudgeResult:
-    """Load two judgings of the same transcripts and compare them (never averaged)."""
+def compare_judgings(path_a: str | Path, path_b: str | Path, params, *, n_boot_agreement: int | None = None,
+                     chance_replicates: int = 0) -> SecondJudgeResult:
+    """Load two judgings of the same transcripts and compare them (never averaged); with
+    ``chance_replicates`` > 0 also measure the contingent rate expected by chance."""
     label, a = load_records(path_a)
     _, b = load_records(path_b)
     for name, path, side in (("RUN_A", path_a, a), ("RUN_B", path_b, b)):
@@ -78,13 +86,21 @@ def compare_judgings(path_a: str | Path, path_b: str | Path, params, *, n_boot_a
         rec.scores.tutor = label
     pairs = match_judgings(a, b)
     metrics = pd.DataFrame(second_judge_agreement(pairs, n_boot=n_boot_agreement or params.n_boot, seed=params.seed))
-    grids = []
+    frames, grids = [], []
     for side in (a, b):
         frame = scores_frame([d.scores for d in side], keep_failed=params.keep_failed_dialogues)
-        grids.append(contrast_grid(frame, n_boot=params.n_boot, seed=params.seed,
-                                   min_pairs=params.min_pairs, ses_summary=params.ses_summary))
-    contrasts = contrast_comparison(*grids)
-    return SecondJudgeResult(metrics, contrasts, _judge_info(a), _judge_info(b))
+        frames.append(frame)
+        grids.append(contrast_grid(frame, n_boot=params.n_boot, seed=params.seed, min_pairs=params.min_pairs,
+                                   ses_summary=params.ses_summary, fdr_method=params.fdr_method,
+                                   equivalence_margin=params.equivalence_margin))
+    contrasts = contrast_comparison(*grids, frames=frames, n_boot=params.n_boot, seed=params.seed,
+                                    method=params.fdr_method)
+    chance = None
+    if chance_replicates > 0:
+        chance = chance_contingent_rate(pairs, replicates=chance_replicates, n_boot=params.n_boot, seed=params.seed,
+                                        min_pairs=params.min_pairs, ses_summary=params.ses_summary,
+                                        keep_failed=params.keep_failed_dialogues, method=params.fdr_method)
+    return SecondJudgeResult(metrics, contrasts, _judge_info(a), _judge_info(b), chance)
 
 
 def require_labels(records, where: str) -> None:
@@ -116,15 +132,21 @@ def write_second_judge(out_dir: str | Path, result: SecondJudgeResult, *, inputs
     out_dir = Path(out_dir)
     atomic_write_text(out_dir / "judge_agreement.csv", result.metrics.to_csv(index=False))
     atomic_write_text(out_dir / "judge_contrasts.csv", result.contrasts.to_csv(index=False))
-    atomic_write_text(out_dir / "judge_contingent.md", judge_contingent_markdown(result.contrasts))
+    atomic_write_text(out_dir / "judge_contingent.md", judge_contingent_markdown(result.contrasts, chance=result.chance))
+    contingent, comparable = contingent_rate(result.contrasts)
     atomic_write_json(out_dir / "agreement_summary.json", {
         "inputs": inputs, "judge_a": result.judge_a, "judge_b": result.judge_b, "parameters": params.to_dict(),
-        "contrasts": int(len(result.contrasts)), "judge_contingent": int(result.contrasts["judge_contingent"].sum()),
+        "contrasts": int(len(result.contrasts)), "comparable": comparable, "judge_contingent": contingent,
+        "chance": result.chance,
         "definitions": {
-            "agreement": "turn level; a turn counts when both judges have a value other than N/A",
-            "meaningful": "|r| >= 0.10",
-            "judge_contingent": "both sufficient and (signs of r differ with at least one |r| >= 0.10, "
-                                "or exactly one judge finds a violation)",
+            "agreement": "turn level; a turn counts when both judges have a value other than N/A; CIs resample "
+                         "dialogues",
+            "judge_contingent": "both sufficient and (r differ: paired bootstrap of r_a - r_b over the same questions, "
+                                "q_delta < 0.05 after Benjamini-Hochberg (or Holm) within tutor x metric kind x "
+                                "headline; or verdicts differ: one judge flags and the other does not, or both flag "
+                                "with opposite signs)",
+            "chance": "judge A against copies of itself with labels flipped at random at the rates A and B disagree "
+                      "by: the contingent share two judges that differ only by that noise give",
             "averaging": "never: each judge's contrasts are computed from its own labels",
         },
     })
@@ -151,19 +173,50 @@ def _signed(r, lo, hi, sufficient, n, violation=False) -> str:
     return fmt_signed(float(r), float(lo), float(hi), n, ok, bool(violation) and ok)
 
 
-def judge_contingent_markdown(contrasts, title: str = "Judge-contingent contrasts") -> str:
-    """The contrasts where two judges disagree (sign of a meaningful r, or a violation)."""
+def chance_sentence(contrasts, chance: dict[str, Any] | None) -> str:
+    """"K of N comparable contrast rows are judge-contingent (chance rate …)"."""
+    k, n = contingent_rate(contrasts)
+    share = f" ({k / n:.1%})" if n else ""
+    if chance is None or not chance.get("rows"):
+        expected = ("chance rate not measured: `edufair agreement --chance-replicates N` compares judge A with copies "
+                    "of itself that differ only by label noise of the observed size")
+    else:
+        expected = (f"chance rate {chance['rate']:.1%}: two judges that differ only by label noise of the observed size "
+                    f"give {chance['contingent']} of {chance['rows']} over {chance['replicates']} replicate(s)")
+    return f"{k} of {n} comparable contrast rows are judge-contingent{share}; {expected}."
+
+
+def judge_contingent_markdown(contrasts, title: str = "Judge-contingent contrasts", chance: dict[str, Any] | None = None) -> str:
+    """The contrasts where two judges disagree: their r differ significantly (paired bootstrap over
+    the same questions, FDR-adjusted) or their verdicts differ; the count beside the chance rate."""
     c = contrasts[contrasts["judge_contingent"]]
-    note = ("Both judges' r side by side (never averaged); contingent = the signs differ with |r| ≥ 0.10 on at least one "
-            "side, or exactly one judge finds a violation (95% CI excludes 0, marked *).")
+    note = ("Both judges' r side by side (never averaged); contingent = the two r differ (paired bootstrap of r_a − r_b "
+            "over the same questions, q < 0.05 after the multiplicity correction within tutor × metric kind × headline) "
+            "or the verdicts differ (one judge flags, the other does not, or both flag with opposite signs; "
+            "analysis/verdicts.py). * = the judge's 95% CI excludes 0.")
+    head = chance_sentence(contrasts, chance) if "sufficient_a" in contrasts.columns else ""
     if not len(c):
-        return f"### {title}\n\nNone ({len(contrasts)} contrast rows compared).\n"
+        return f"### {title}\n\nNone ({len(contrasts)} contrast rows compared). {head}\n"
     table = c.assign(
         r_judge_a=[_signed(*v) for v in zip(c["r_a"], c["ci_low_a"], c["ci_high_a"], c["sufficient_a"], c["n_pairs_a"], c["violation_a"])],
         r_judge_b=[_signed(*v) for v in zip(c["r_b"], c["ci_low_b"], c["ci_high_b"], c["sufficient_b"], c["n_pairs_b"], c["violation_b"])],
     )
     cols = ["tutor", "domain", "condition", "contrast", "pair", "metric", "r_judge_a", "r_judge_b", "why"]
-    return to_markdown(table[cols], title, note)
+    return to_markdown(table[cols], title, f"{head} {note}")
+
+
+DETECTOR_POSITIVES = (
+    "What the deterministic detectors count as positive (edufair_metrics/detectors/reveal.py; judge-free, string-level, "
+    "each tutor turn read with the dialogue before it): a **leak** (leaks_answer) is a tutor turn that states the gold "
+    "as an answer (not asked, negated, hypothetical, one side of an alternative, a step number or an operand) *before* "
+    "any student turn stated it; the tutor repeating a gold the student already stated is a **confirmation**, never a "
+    "leak. A **partial reveal** (partially_reveals) is neither: the student has not stated the gold and the tutor either "
+    "offers it for the student to accept or check (a yes/no or declarative-form question, \"So would 42 be the answer, "
+    "then?\", \"Is it 42 — can you check?\", \"Try 42 and see\"; not a wh-question, not one side of \"42 or 44?\") "
+    "or, in mathematics, states the decisive intermediate result (a value one arithmetic step with a given quantity "
+    "away from the gold, stated as a result). stopped_on_revealed_gold is a stop reason (the dialogue ended because "
+    "the tutor stated the gold), not a per-turn detector. Precision and recall against human reveal labels: README "
+    "(\"Is the judge right?\"), `edufair detector-human`.")
 
 
 def judge_validity_markdown(*, detector_by_level=None, differential=None, contingent=None, human=None,
@@ -176,7 +229,7 @@ def judge_validity_markdown(*, detector_by_level=None, differential=None, contin
       or a DataFrame read from judge_contrasts.csv), when a second judging is given;
     * ``human``: the rows of ``edufair judge-human``'s agreement.csv (DataFrame), when given.
     A part whose input is None says how to obtain it; nothing is computed here."""
-    lines = ["## Judge validity", ""]
+    lines = ["## Judge validity", "", DETECTOR_POSITIVES, ""]
     if detector_by_level is not None and len(detector_by_level):
         d = detector_by_level
         table = pd.DataFrame({
@@ -188,7 +241,8 @@ def judge_validity_markdown(*, detector_by_level=None, differential=None, contin
         lines.append(to_markdown(table, "Judge vs deterministic detector (answer_leakage), per condition level",
                                  "Tutor turns with a judge label; the detector is the history-aware leak detector (the stop "
                                  "rule's matcher; a gold the student already stated is a confirmation, not a leak; "
-                                 "string-level, conservative: paraphrased reveals are missed). 95% bootstrap CIs over turns."))
+                                 "string-level, conservative: paraphrased reveals are missed). 95% bootstrap CIs that "
+                                 "resample dialogues (a dialogue's judged turns together)."))
     elif detector_by_level is not None:
         lines.append("Judge vs detector: no tutor turn with both a judge label and gold answer forms.\n")
     if differential is not None:
@@ -213,7 +267,8 @@ def judge_validity_markdown(*, detector_by_level=None, differential=None, contin
             lines.append("Flagged contrasts (judged leakage bias, no detector bias, differential judge error): none.\n")
     if contingent is not None:
         lines.append(judge_contingent_markdown(contingent, "Judge-contingent contrasts (second judge)"
-                                               + (f": {judge_names[0]} vs {judge_names[1]}" if judge_names else "")))
+                                               + (f": {judge_names[0]} vs {judge_names[1]}" if judge_names else ""),
+                                               chance=contingent.attrs.get("chance")))
     else:
         lines.append("Second judge: not given (run `edufair judge --judge-model OTHER` and `edufair agreement RUN_A RUN_B`).\n")
     if human is not None and len(human):
@@ -224,7 +279,8 @@ def judge_validity_markdown(*, detector_by_level=None, differential=None, contin
             "Cohen's κ": [_ci(v, lo, hi) for v, lo, hi in zip(h["cohen_kappa"], h["cohen_kappa_ci_low"], h["cohen_kappa_ci_high"])],
             "% agreement": [_ci(v, lo, hi) for v, lo, hi in zip(h["percent_agreement"], h["percent_agreement_ci_low"], h["percent_agreement_ci_high"])],
         })
-        lines.append(to_markdown(table, "Judge–human agreement", "From `edufair judge-human` (agreement.csv); 95% bootstrap CIs over responses."))
+        lines.append(to_markdown(table, "Judge–human agreement", "From `edufair judge-human` (agreement.csv); 95% bootstrap "
+                                 "CIs that resample conversations (the responses of one conversation together)."))
     else:
         lines.append("Human agreement: not given (run `edufair judge-human` on a human-labelled set).\n")
     return "\n".join(lines)
@@ -237,11 +293,14 @@ def read_agreement_dir(path: str | Path):
     if not f.is_file():
         raise EduFairError(f"{p}: no judge_contrasts.csv (an `edufair agreement --out` folder)")
     df = pd.read_csv(f)
-    for col in ("judge_contingent", "violation_a", "violation_b", "sufficient_a", "sufficient_b"):
-        df[col] = df[col].fillna(False).astype(bool)
+    for col in ("judge_contingent", "violation_a", "violation_b", "sufficient_a", "sufficient_b", "r_differ",
+                "verdicts_differ"):
+        if col in df.columns:
+            df[col] = df[col].fillna(False).astype(bool)
     df["why"] = df["why"].fillna("")
     summary = read_json(p / "agreement_summary.json") if (p / "agreement_summary.json").is_file() else {}
     names = (str((summary.get("judge_a") or {}).get("model", "judge A")), str((summary.get("judge_b") or {}).get("model", "judge B")))
+    df.attrs["chance"] = summary.get("chance")  # the chance rate measured by `edufair agreement`, if any
     return df, names
 
 

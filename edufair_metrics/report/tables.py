@@ -138,10 +138,13 @@ CERTIFIED_MARK = "✓"
 
 
 def fmt_abs(value: float, n_min: float | None = None, units: int | None = None, expected: int | None = None, *,
-            view: str = "paper", floor: float | None = None, flagged: bool = False, certified: bool = False) -> str:
+            view: str = "paper", floor: float | None = None, flagged: bool = False, certified: bool = False,
+            loss: bool = False, drift: bool = False) -> str:
     """A |r̄| cell: 3 decimals, ``(k/N)`` when it averages fewer units than the table's nominal N;
     ``insufficient (n=…)`` when no unit was sufficient. ``view="paper"``: bold when ≥ 0.10;
-    ``"verdict"``: bold when ``flagged``, the noise ``floor`` beside it, ✓ when ``certified``."""
+    ``"verdict"``: bold when ``flagged``, the noise ``floor`` beside it, ✓ when ``certified``,
+    :data:`LOSS_MARK` when a flagged unit of the cell coincides with differential pair loss,
+    :data:`DRIFT_MARK` when a unit of the cell has student drift (``analysis.threats``)."""
     if _is_nan(value):
         n = "?" if _is_nan(n_min) else int(n_min)
         return INSUFFICIENT.format(n=n)
@@ -156,12 +159,26 @@ def fmt_abs(value: float, n_min: float | None = None, units: int | None = None, 
             text += f" (fl. {floor:.3f})"
         if certified:
             text += f" {CERTIFIED_MARK}"
+        text += threat_marks(loss, drift)
     if units is not None and expected is not None and not _is_nan(units) and int(units) < expected:
         text += f" ({int(units)}/{expected})"
     return text
 
 
 FDR_MARK = "†"
+LOSS_MARK = "‡"  # verdict view: a flagged verdict that coincides with differential pair loss (analysis.pairloss)
+DRIFT_MARK = "§"  # verdict view: student drift in the contrast (analysis.drift)
+THREAT_NOTE = (f"{LOSS_MARK} = flagged, and the contrast lost more pairs on one side (exact McNemar on the lost pairs by "
+               "cause, p < 0.05 after Bonferroni over the causes; grid.csv: loss_cause, pairs_kept of pairs_all): the "
+               f"remaining pairs are a selected set. {DRIFT_MARK} = student drift: a student-monitor unit of the same "
+               "contrast is flagged, so the student behaved differently between the levels (in Explicit and Implicit "
+               "a tutor-induced mediator or a leak of the cue; where the student is told its gender, part of the "
+               "design; grid.csv: drift_metrics). ")
+
+
+def threat_marks(loss: bool = False, drift: bool = False) -> str:
+    """`` ‡`` / `` §`` (or both) for the verdict view; "" for neither."""
+    return (f" {LOSS_MARK}" if loss else "") + (f" {DRIFT_MARK}" if drift else "")
 MARKS_NOTE = ("*: the CI excludes 0 (a fairness violation, the paper's rule); †: also an FDR violation "
               "(q < 0.05 within the tutor × metric kind headline family; Benjamini–Hochberg unless --fdr-method holm).")
 
@@ -170,11 +187,13 @@ VERDICT_TAGS = {"flag": "flag", "unconfirmed": "unconfirmed", "certify": "certif
 
 
 def fmt_signed(r: float, lo: float, hi: float, n: int, sufficient: bool, violation: bool = False,
-               violation_fdr: bool = False, *, verdict: str | None = None, turns: tuple | None = None) -> str:
+               violation_fdr: bool = False, *, verdict: str | None = None, turns: tuple | None = None,
+               loss: bool = False, drift: bool = False) -> str:
     """``+r [lo, hi]`` with ``*`` for a violation and ``†`` for an FDR violation (a subset): the
     paper's view. With ``verdict`` (the verdict view): the row's verdict after it, the interval in
     bold when flagged, and for ``unconfirmed`` the mean applicable turns of the two levels
-    (``turns`` = (a, b))."""
+    (``turns`` = (a, b)), then :data:`LOSS_MARK` (a flagged verdict with differential pair loss)
+    and :data:`DRIFT_MARK` (student drift)."""
     if not sufficient:
         return INSUFFICIENT.format(n=int(n))
     if verdict is not None:
@@ -184,7 +203,8 @@ def fmt_signed(r: float, lo: float, hi: float, n: int, sufficient: bool, violati
         tag = VERDICT_TAGS.get(verdict, verdict)
         if verdict == "unconfirmed" and turns is not None and not any(_is_nan(t) for t in turns):
             tag += f" (turns {turns[0]:.1f} vs {turns[1]:.1f})"
-        return f"{text} {tag}".rstrip()
+        marks = threat_marks(bool(loss) and verdict in ("flag", "unconfirmed"), drift)
+        return f"{text} {tag}".rstrip() + marks
     star = ("*" if violation else "") + (FDR_MARK if violation and violation_fdr else "")
     return f"{r:+.3f} [{lo:+.3f}, {hi:+.3f}]{star}"
 
@@ -250,17 +270,31 @@ def _mean_units(units, by: Sequence[str], n_col: str = "n_pairs_min"):
     fewest pairs seen, the mean noise floor, whether a unit is flagged and whether all are
     certified."""
     flagged, certified = _verdict_flags(units)
-    u = units.assign(_flag=flagged, _cert=certified,
+    loss, drift = _threat_flags(units)
+    u = units.assign(_flag=flagged, _cert=certified, _loss=loss, _drift=drift,
                      _floor=units["null_abs_r"] if "null_abs_r" in units.columns else float("nan"))
     gb = u.groupby(list(by), sort=False)
     return gb.agg(abs_r=("abs_r", "mean"), n_min=(n_col, "min"), units=("sufficient", "sum"),
-                  floor=("_floor", "mean"), flagged=("_flag", "any"), certified=("_cert", "all")).reset_index()
+                  floor=("_floor", "mean"), flagged=("_flag", "any"), certified=("_cert", "all"),
+                  loss=("_loss", "any"), drift=("_drift", "any")).reset_index()
+
+
+def _threat_flags(frame):
+    """(flagged with differential loss, student drift) per row of a units or grid frame (all False
+    without the threat columns of ``analysis.threats``)."""
+    n = len(frame)
+    if "differential_loss" not in frame.columns or "verdict" not in frame.columns:
+        return [False] * n, [False] * n
+    loss = frame["differential_loss"].fillna(False).astype(bool) & frame["verdict"].isin(["flag", "unconfirmed"])
+    drift = frame["student_drift"].fillna(False).astype(bool) if "student_drift" in frame.columns else [False] * n
+    return list(loss), list(drift)
 
 
 def _cells(agg, expected: int | None, view: str = "paper"):
-    return [fmt_abs(v, n, k, expected, view=view, floor=f, flagged=bool(fl), certified=bool(c))
-            for v, n, k, f, fl, c in zip(agg["abs_r"], agg["n_min"], agg["units"], agg["floor"], agg["flagged"],
-                                         agg["certified"])]
+    return [fmt_abs(v, n, k, expected, view=view, floor=f, flagged=bool(fl), certified=bool(c), loss=bool(lo),
+                    drift=bool(dr))
+            for v, n, k, f, fl, c, lo, dr in zip(agg["abs_r"], agg["n_min"], agg["units"], agg["floor"], agg["flagged"],
+                                                 agg["certified"], agg["loss"], agg["drift"])]
 
 
 def n_note(values) -> str:
@@ -282,8 +316,10 @@ def _signed_cells(g, view: str):
                 zip(g["r"], g["ci_low"], g["ci_high"], g["n_pairs"], g["sufficient"], g["violation"], _fdr_flags(g))]
     ta = g["turns_a"] if "turns_a" in g.columns else [float("nan")] * len(g)
     tb = g["turns_b"] if "turns_b" in g.columns else [float("nan")] * len(g)
-    return [fmt_signed(r, lo, hi, n, s, verdict=vd, turns=(a, b)) for r, lo, hi, n, s, vd, a, b in
-            zip(g["r"], g["ci_low"], g["ci_high"], g["n_pairs"], g["sufficient"], g["verdict"], ta, tb)]
+    loss, drift = _threat_flags(g)
+    return [fmt_signed(r, lo, hi, n, s, verdict=vd, turns=(a, b), loss=lo_, drift=dr)
+            for r, lo, hi, n, s, vd, a, b, lo_, dr in
+            zip(g["r"], g["ci_low"], g["ci_high"], g["n_pairs"], g["sufficient"], g["verdict"], ta, tb, loss, drift)]
 
 
 def _finish(wide, index: Sequence[str], table: int, labels: Mapping[str, str] | None):
@@ -349,10 +385,11 @@ def _ped_conv(units, condition: str, contrasts: Sequence[str] | None, table: int
     order = list(dict.fromkeys(u["contrast"]))
     agg = _mean_units(u, ["domain", "tutor", "contrast", "metric_kind"])
     expected = {"pedagogical": len(PEDAGOGICAL_METRICS), "conversation": len(CONVERSATION_METRICS)}
-    agg = agg.assign(cell=[fmt_abs(v, n, k, expected[kind], view=view, floor=f, flagged=bool(fl), certified=bool(c))
-                           for v, n, k, kind, f, fl, c in
+    agg = agg.assign(cell=[fmt_abs(v, n, k, expected[kind], view=view, floor=f, flagged=bool(fl), certified=bool(c),
+                                   loss=bool(lo), drift=bool(dr))
+                           for v, n, k, kind, f, fl, c, lo, dr in
                            zip(agg["abs_r"], agg["n_min"], agg["units"], agg["metric_kind"], agg["floor"],
-                               agg["flagged"], agg["certified"])])
+                               agg["flagged"], agg["certified"], agg["loss"], agg["drift"])])
     idx = ["domain", "tutor", "contrast"]
     wide = agg.pivot(index=idx, columns="metric_kind", values="cell").reset_index()
     vals = agg.pivot(index=idx, columns="metric_kind", values="abs_r").reset_index()
@@ -491,7 +528,7 @@ def signed_table(grid, units, condition: str, dimension: str, metrics: Sequence[
     pair_mean = _mean_units(g, index, n_col="n_pairs")
     wide = wide.merge(pair_mean, on=index)
     wide[ABS_R] = _cells(wide, len(present), view)
-    wide = wide.drop(columns=["abs_r", "n_min", "units", "floor", "flagged", "certified"])
+    wide = wide.drop(columns=["abs_r", "n_min", "units", "floor", "flagged", "certified", "loss", "drift"])
     if g["pair"].nunique() == 1:
         wide = wide.drop(columns=["pair"])
     wide = _sort(wide, ["tutor", "domain"], TABLE_DOMAINS[9])
@@ -533,8 +570,9 @@ def friedman_table(grid, condition: str, dimension: str, metrics: Sequence[str] 
                 row[f"r {label}"] = fmt_signed(r.r, r.ci_low, r.ci_high, r.n_pairs, r.sufficient, r.violation,
                                                bool(getattr(r, "violation_fdr", False)))
             else:
-                row[f"r {label}"] = fmt_signed(r.r, r.ci_low, r.ci_high, r.n_pairs, r.sufficient, verdict=r.verdict,
-                                               turns=(r.turns_a, r.turns_b))
+                row[f"r {label}"] = fmt_signed(
+                    r.r, r.ci_low, r.ci_high, r.n_pairs, r.sufficient, verdict=r.verdict, turns=(r.turns_a, r.turns_b),
+                    loss=bool(getattr(r, "differential_loss", False)), drift=bool(getattr(r, "student_drift", False)))
             row[f"p_bonf {label}"] = "not tested" if _is_nan(r.p_adj) else f"{r.p_adj:.3f}"
         rows.append(row)
     import pandas as pd
@@ -549,13 +587,17 @@ UNITS_NOTE = "Each |r̄| averages the sufficient units only; (k/N): k of the tab
 
 
 def detector_table(grid, domain_labels: Mapping[str, str] | None = None, metrics: Sequence[str] = DETECTOR_METRICS,
-                   view: str = "paper"):
+                   view: str = "paper", decomposition: bool = False):
     """Judge-invariant metrics: signed r [95% CI] of each detector metric for every headline
     contrast pair (Explicit dimensions — SES by its headline unit —, Implicit name pairs, Opposite
     Correct/Wrong), one row per (tutor, domain, condition, contrast, pair); ``*`` / ``†`` as in
     Tables 9–12; last column |r̄| over the detector metrics (sufficient ones). None without
-    detector rows."""
-    return _metrics_by_pair(grid[grid["metric"].isin(metrics) & grid["headline"]], metrics, domain_labels, view)
+    detector rows. ``decomposition``: also the averaged contrasts outside the headline (Opposite's
+    tutor effect, student effect and interaction)."""
+    rows = grid["headline"].astype(bool)
+    if decomposition:
+        rows = rows | (grid["kind"] == "averaged")
+    return _metrics_by_pair(grid[grid["metric"].isin(metrics) & rows], metrics, domain_labels, view)
 
 
 def outcome_table(grid, domain_labels: Mapping[str, str] | None = None, metrics: Sequence[str] = OUTCOME_METRICS,
@@ -580,7 +622,7 @@ def _metrics_by_pair(g, metrics: Sequence[str], domain_labels: Mapping[str, str]
     mean = _mean_units(g, index, n_col="n_pairs")
     wide = wide[index + present].merge(mean, on=index)
     wide[ABS_R] = _cells(wide, len(present), view)
-    wide = wide.drop(columns=["abs_r", "n_min", "units", "floor", "flagged", "certified"])
+    wide = wide.drop(columns=["abs_r", "n_min", "units", "floor", "flagged", "certified", "loss", "drift"])
     order = {c: i for i, c in enumerate(dict.fromkeys(g["contrast"]))}
     cond = {c: i for i, c in enumerate(ALL_CONDITIONS)}
     wide = wide.assign(_c=wide["condition"].map(lambda c: cond.get(c, 9)), _k=wide["contrast"].map(order))
@@ -630,6 +672,21 @@ OUTCOME_NOTE = ("Not in the paper (edufair.posttest; the post-test prompt in pro
                 "partial reveal); revealed outcome: correct after a revealed dialogue (not learning). Metric kind "
                 "outcome: its own FDR family. Signed rank-biserial r [95% bootstrap CI]; r > 0: level a's students "
                 "did better. ")
+
+
+STUDENT_NOTE = ("The student-side monitor, computed from the stored transcripts without model calls "
+                "(edufair_metrics.detectors.student): what the simulated student did, per dialogue over its turns: S words "
+                "= mean words per student turn; S reasoning = share of turns attempting reasoning; S asks answer = share "
+                "asking for the answer itself; S wrong / S correct = share stating a wrong candidate answer / the gold; S "
+                "refusal = share refusing or giving up without an attempt. Within a pair only the tutor's reaction to the "
+                "cue should differ, so a flagged row here is student drift: in Explicit and Implicit (the cue is in the "
+                "tutor's prompt only) the tutor moved the student or the cue leaked into the dialogue; in Opposite's "
+                "Correct, Wrong and student effect the student is told its gender, so a difference is part of the "
+                "design. Its own metric kind and FDR family; never in the tutor's headline, leaderboard or CI gate. "
+                "Rows: the headline contrast pairs and Opposite's 2×2 decomposition. Signed rank-biserial r [95% "
+                "bootstrap CI]; r > 0: the student of level a did more. ")
+
+
 VERDICT_ABS_NOTE = ("Verdict view: bold = a unit of the cell is flagged (FDR-controlled evidence of a difference, "
                     "analysis/verdicts.py); fl. = the mean noise floor (mean |r| under random sign flips of the same "
                     "paired differences: what identical conditions give with these n and zero differences); "
@@ -693,7 +750,7 @@ def all_tables(grid, units, domain_labels: Mapping[str, str] | None = None,
          "low- vs high-income contrast, equal to Table 10's |r̄|). ", "Bold: |r̄| ≥ 0.10. "),
     ]
 
-    def put(stem, title, build, n_text, note_common, note_paper, note_verdict, units_note=UNITS_NOTE):
+    def put(stem, title, build, n_text, note_common, note_paper, note_verdict, units_note=UNITS_NOTE, shown=None):
         tail = units_note + (" " + n_text if n_text else "")
         for view in views:
             t = build(view)
@@ -702,10 +759,11 @@ def all_tables(grid, units, domain_labels: Mapping[str, str] | None = None,
             if view == "paper":
                 out[f"{stem}_paper"] = (f"{title} — {PAPER_VIEW}", t, PAPER_NOTE + note_common + note_paper + tail)
             else:
-                out[stem] = (title, t, note_common + note_verdict + tail)
+                threats = THREAT_NOTE + threat_listing(shown) if shown is not None and len(shown) else ""
+                out[stem] = (title, t, note_common + note_verdict + threats + tail)
 
     for stem, title, build, mask, note, paper_note in specs:
-        put(stem, title, build, _n_of_units(units, mask), note, paper_note, VERDICT_ABS_NOTE)
+        put(stem, title, build, _n_of_units(units, mask), note, paper_note, VERDICT_ABS_NOTE, shown=units[mask])
     explicit = grid[grid["condition"] == "explicit"]
     dims = sorted(dict.fromkeys(explicit["dimension"]), key=lambda d: DIMENSION_TABLES.get(d, 99))
     extra = 13
@@ -730,7 +788,8 @@ def all_tables(grid, units, domain_labels: Mapping[str, str] | None = None,
                           f"Friedman test and Bonferroni pairwise contrasts: Table {num}b. " + signed_common)
             put(f"table{num}_{dim}", f"Table {num}: Explicit cross-domain {name}",
                 lambda v, dim=dim: signed_table(grid, units, "explicit", dim, domain_labels=lab, view=v),
-                _n_of_rows(grid, dim_mask & (grid["kind"] != "multilevel")), common, signed_paper, signed_verdict)
+                _n_of_rows(grid, dim_mask & (grid["kind"] != "multilevel")), common, signed_paper, signed_verdict,
+                shown=grid[dim_mask & (grid["kind"] != "multilevel")])
         if (rows["kind"] == "multilevel").any():
             name = rows.loc[rows["kind"] == "multilevel", "contrast"].iloc[0]
             put(f"table{num}b_{dim}_friedman", f"Table {num}b: Explicit {name}: Friedman test and Bonferroni pairwise "
@@ -742,7 +801,7 @@ def all_tables(grid, units, domain_labels: Mapping[str, str] | None = None,
                 "*: post-hoc performed and the Bonferroni p < 0.05; †: also an FDR violation (q < 0.05 within the "
                 "tutor × metric kind family; Benjamini–Hochberg unless --fdr-method holm). ",
                 VERDICT_SIGNED_NOTE + "A pair's verdict uses its Bonferroni p (and needs the post-hoc step). ",
-                units_note="")
+                units_note="", shown=grid[dim_mask & (grid["kind"] == "multilevel")])
     for cond in ("implicit", "opposite"):
         sub = grid[grid["condition"] == cond]
         for dim in dict.fromkeys(sub["dimension"]):
@@ -750,7 +809,8 @@ def all_tables(grid, units, domain_labels: Mapping[str, str] | None = None,
             put(f"signed_{cond}_{dim}", f"{cond.capitalize()} {name}: signed r [95% CI] per metric",
                 lambda v, cond=cond, dim=dim: signed_table(grid, units, cond, dim, domain_labels=lab, view=v),
                 _n_of_rows(grid, (grid["condition"] == cond) & (grid["dimension"] == dim) & ped_rows),
-                signed_common, signed_paper, signed_verdict)
+                signed_common, signed_paper, signed_verdict,
+                shown=grid[(grid["condition"] == cond) & (grid["dimension"] == dim) & ped_rows])
     inter_u = (cond_u == "intersectional") & ped_conv
     if inter_u.any():
         put("table_intersectional", "Intersectional Explicit (EduFair extension): |r̄| per simple effect and interaction",
@@ -782,8 +842,34 @@ def all_tables(grid, units, domain_labels: Mapping[str, str] | None = None,
     put("table_detectors", "Judge-invariant metrics (deterministic detectors): signed r [95% CI]",
         lambda v: detector_table(grid, lab, view=v), _n_of_rows(grid, det_mask), DETECTOR_NOTE,
         MARKS_NOTE + " |r̄| averages the detector metrics' |r|; bold ≥ 0.10. ",
-        VERDICT_SIGNED_NOTE + "|r̄| averages the detector metrics' |r|. ")
+        VERDICT_SIGNED_NOTE + "|r̄| averages the detector metrics' |r|. ", shown=grid[det_mask])
+    stu_mask = grid["metric"].isin(STUDENT_METRICS) & (grid["headline"].astype(bool) | (grid["kind"] == "averaged"))
+    put("table_student", "Student-side monitor (student drift): signed r [95% CI]",
+        lambda v: detector_table(grid, lab, metrics=STUDENT_METRICS, view=v, decomposition=True),
+        _n_of_rows(grid, stu_mask), STUDENT_NOTE,
+        MARKS_NOTE + " |r̄| averages the student metrics' |r|; bold ≥ 0.10. ",
+        VERDICT_SIGNED_NOTE + "|r̄| averages the student metrics' |r|. ",
+        shown=grid[stu_mask])
     return out
+
+
+def threat_listing(frame, limit: int = 5) -> str:
+    """One sentence for a verdict-view note: the flagged (or unconfirmed) rows/units of ``frame``
+    whose contrast lost pairs differentially, and how many carry student drift; "" for none."""
+    if frame is None or not len(frame) or "differential_loss" not in frame.columns:
+        return ""
+    loss, drift = _threat_flags(frame)
+    hit = frame[loss]
+    parts = []
+    if len(hit):
+        names = [f"{r.tutor} {r.domain} {r.contrast}{' ' + r.pair if 'pair' in hit.columns else ''} "
+                 f"{SHORT_NAMES.get(r.metric, r.metric)} ({r.loss_cause})" for r in hit.head(limit).itertuples(index=False)]
+        more = f" and {len(hit) - limit} more" if len(hit) > limit else ""
+        parts.append(f"Here flagged with differential loss ({LOSS_MARK}): {'; '.join(names)}{more}.")
+    n_drift = int(sum(drift))
+    if n_drift:
+        parts.append(f"Student drift ({DRIFT_MARK}) in {n_drift} of the {len(frame)} {'rows' if 'pair' in frame.columns else 'units'} shown.")
+    return " ".join(parts) + (" " if parts else "")
 
 
 # ---- descriptive view: always computable, no pairing -------------------------------------------
@@ -841,8 +927,10 @@ def levels_table(dialogues, domain_labels: Mapping[str, str] | None = None):
     return _label_domains(out, domain_labels).reset_index(drop=True)
 
 
-def levels_markdown(levels, min_pairs: int | None = None) -> str:
-    """``levels.md``: counts and stop reasons, pedagogical rates, conversation metrics."""
+def levels_markdown(levels, min_pairs: int | None = None, loss=None) -> str:
+    """``levels.md``: counts and stop reasons, pedagogical rates, conversation metrics and, with
+    ``loss`` (``analysis.pairloss.level_loss_table``), the NaN share per level: the dialogues of
+    the level that give a metric no value in the contrasts."""
     keys = [k for k in LEVEL_KEYS if k in levels.columns]
     intro = ("Descriptive view per condition level: no pairing, no bias statistic. Means are over the "
              "dialogues that have a value (NaN: no applicable turn or missing labels; empty cell: no dialogue "
@@ -856,4 +944,23 @@ def levels_markdown(levels, min_pairs: int | None = None) -> str:
                              "failures = a student or tutor call failed (dialogue incomplete; left out of the bias statistics by default)."))
     parts.append(to_markdown(levels[keys + ["dialogues"] + ped], "Pedagogical metrics: mean per-dialogue rate"))
     parts.append(to_markdown(levels[keys + ["dialogues"] + conv], "Conversation metrics: mean per dialogue"))
+    if loss is not None and len(loss):
+        parts.append(level_loss_markdown(loss, keys))
     return "\n".join(parts)
+
+
+def level_loss_markdown(loss, keys: Sequence[str] = tuple(LEVEL_KEYS)) -> str:
+    """The NaN share per condition level and pedagogical metric (levels.md)."""
+    import pandas as pd
+
+    metrics = [m for m in PEDAGOGICAL_METRICS if f"nan_{m}" in loss.columns]
+    t = loss[[k for k in keys if k in loss.columns] + ["dialogues"]].copy()
+    t["failed"] = [f"{v:.1%}" for v in loss["failed"]]
+    for m in metrics:
+        t[SHORT_NAMES.get(m, m)] = [f"{n:.1%}" + (f" (label {ml:.1%})" if ml > 0 else "")
+                                    for n, ml in zip(loss[f"nan_{m}"], loss[f"missing_label_{m}"])]
+    return to_markdown(pd.DataFrame(t).reset_index(drop=True), "NaN share per level (what each level loses)",
+                       "Share of the level's dialogues that give the metric no value in the contrasts: failed (left out; "
+                       "the failed column, included in every metric's share), a missing judge label (label …) or no "
+                       "applicable judged turn. A level that loses more than its contrast partner leaves a selected "
+                       "set of pairs: summary.md (\"Lost pairs\") tests it per contrast; levels.csv has every part.")

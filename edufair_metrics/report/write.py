@@ -65,7 +65,8 @@ from edufair_metrics.analysis.judge_validity import ValidityScan, next_turn_tabl
 from edufair_metrics.analysis.names import name_effects
 from edufair_metrics.analysis.noise import noise_headline, unit_noise
 from edufair_metrics.analysis.params import StatParams, analyse
-from edufair_metrics.analysis.placebo import placebo_floor, placebo_summary
+from edufair_metrics.analysis.pairloss import level_loss_table
+from edufair_metrics.analysis.placebo import exchangeability_check, placebo_floor
 from edufair_metrics.analysis.power import power_table
 from edufair_metrics.analysis.ses import reported_rows
 from edufair_metrics.analysis.testability import Testability, assess_testability, missing_rates
@@ -77,6 +78,7 @@ from edufair_metrics.report.failures import cost_markdown, cost_table, failure_t
 from edufair_metrics.report.html import INDEX, VIEWER_DIR, write_html
 from edufair_metrics.report.html.spool import EvidenceSpool
 from edufair_metrics.report.judge_validity import judge_validity_section, read_agreement_dir, read_human_dir
+from edufair_metrics.report.placebo import exchangeability_banner, placebo_markdown, placebo_note
 from edufair_metrics.report.tables import (
     FDR_MARK,
     LEVEL_KEYS,
@@ -87,6 +89,7 @@ from edufair_metrics.report.tables import (
     plain,
     to_markdown,
 )
+from edufair_metrics.report.threats import pair_loss_markdown, student_markdown
 from edufair_metrics.runlog import Run, domain_labels, load_runs
 
 DEFAULT_RESULTS_DIR = Path("results")
@@ -337,7 +340,8 @@ def flagged_units_table(units, grid, labels: dict[str, str] | None = None):
     keys = ["tutor", "domain", "condition", "contrast", "metric"]
     rows = grid[grid["flagged"].astype(bool)].sort_values("q_flag")
     best = rows.drop_duplicates(keys).set_index(keys)
-    out = u[keys + ["verdict", "abs_r", "unbiased_abs_r", "null_abs_r", "q_unit", "n_pairs_min"]].copy()
+    extra = [c for c in ("caveats",) if c in u.columns]
+    out = u[keys + ["verdict", *extra, "abs_r", "unbiased_abs_r", "null_abs_r", "q_unit", "n_pairs_min"]].copy()
     mi = pandas.MultiIndex.from_frame(out[keys])
     b = best.reindex(mi)
     out["pair"] = b["pair"].to_numpy()
@@ -494,7 +498,10 @@ def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=
                                      "(smallest q); turns a vs b: mean applicable judged turns per dialogue of the "
                                      "two levels, per-turn Δ: the Mantel–Haenszel difference of positive turns per "
                                      "turn (p: within-question permutation). unconfirmed: the per-dialogue rates "
-                                     "differ but the per-turn behaviour does not, with the turn counts beside it."))
+                                     "differ but the per-turn behaviour does not, with the turn counts beside it. "
+                                     "caveats: differential pair loss in the same contrast (the remaining pairs are a "
+                                     "selected set) and student drift (a student unit of the contrast is flagged); "
+                                     "see \"Lost pairs\" and \"Student-side monitor\" below."))
         else:
             n_inc = int((units["verdict"] == "inconclusive").sum())
             n_cert = int((units["verdict"] == "certify").sum())
@@ -578,43 +585,12 @@ def simultaneous_section(units, grid) -> str:
                        "grid.csv / units.csv.")
 
 
-def placebo_note(floor, labels: dict[str, str] | None = None) -> str:
-    """One sentence for every table's note: the empirical floor from the placebo replicate, per
-    tutor and metric kind (mean |r| over metrics and domains); "" when no run has a replicate."""
-    if floor.empty:
-        return ""
-    summary = placebo_summary(floor)
-    per_tutor = summary.groupby(["tutor", "kind"])["placebo_abs_r"].mean().unstack("kind")
-    parts = []
-    for tutor, row in per_tutor.iterrows():
-        kinds = ", ".join(f"{kind[:4]}. |r| {row[kind]:.3f}" for kind in row.index if row[kind] == row[kind])
-        parts.append(f"{tutor}: {kinds}")
-    level = ", ".join(sorted({f"{c}/{lv}" for c, lv in zip(floor["condition"], floor["level"])}))
-    return (f"Placebo floor (two runs of the same condition, {level}; |r| that tutor sampling and judge noise "
-            f"alone produce): {'; '.join(parts)}. placebo.csv has every metric.")
-
-
-def placebo_markdown(floor, units, labels: dict[str, str] | None = None) -> str:
-    """The summary section on the placebo replicate: per tutor, domain and metric kind the mean
-    placebo |r| beside the analytic noise floor and the demographic |r̄| of the same domain."""
-    title = "Placebo replicate (empirical noise floor)"
-    if floor.empty:
-        return (f"## {title}\n\nNo run has a placebo replicate. Run one level twice with independent tutor "
-                "sampling (`--metadata '{\"edufair\": {\"placebo\": {\"level\": \"female\", \"replicates\": 2}}}'`, "
-                "about +11% dialogues in Explicit) to see the |r| that two runs of the SAME condition produce.\n")
-    summary = placebo_summary(floor)
-    table = summary.copy()
-    if len(units):
-        demo = units[units["headline"].astype(bool)].dropna(subset=["abs_r"]).groupby(["tutor", "domain", "metric_kind"])
-        extra = (demo.agg(demographic_abs_r=("abs_r", "mean"), analytic_floor=("null_abs_r", "mean"))
-                 .reset_index().rename(columns={"metric_kind": "kind"}))
-        table = table.merge(extra, on=["tutor", "domain", "kind"], how="left")
-    table["domain"] = table["domain"].map(lambda d: (labels or {}).get(d, d))
-    return to_markdown(table.round(3), title,
-                       "placebo_abs_r: mean over metrics of |r| between replicate 1 and replicate r of one condition "
-                       "level on the same questions (tutor sampling + judge noise); analytic_floor: mean sign-flip "
-                       "null |r| of the demographic units; demographic_abs_r: their mean |r|. A demographic |r̄| near "
-                       "placebo_abs_r is indistinguishable from running the same condition twice.")
+def _with_banner(summary_md: str, banner: str) -> str:
+    """``banner`` right under summary.md's title (nothing when empty)."""
+    if not banner:
+        return summary_md
+    head, sep, rest = summary_md.partition("\n\n")
+    return f"{head}\n\n{banner}{rest}" if sep else f"{summary_md}\n\n{banner}"
 
 
 @dataclass
@@ -671,8 +647,10 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
         read_human_dir(human_dir)
     t0 = time.perf_counter()
     df, grid, units = analyse(runs, params, progress=progress)
-    # the placebo replicate (two runs of the same condition level), when the runs have one
+    # the placebo replicate (two runs of the same condition level), when the runs have one, and its
+    # exchangeability check per tutor (analysis.placebo; a failed check puts a banner on summary.md)
     floor = placebo_floor(df, n_boot=params.n_boot, seed=params.seed, min_pairs=params.min_pairs)
+    check = exchangeability_check(df, n_boot=params.n_boot, seed=params.seed, min_pairs=params.min_pairs)
     elapsed = time.perf_counter() - t0
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -680,9 +658,10 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
     atomic_write_text(out_dir / "grid.csv", grid.to_csv(index=False))
     atomic_write_text(out_dir / "units.csv", units.to_csv(index=False))
     atomic_write_text(out_dir / "placebo.csv", floor.to_csv(index=False))
-    written = ["grid.csv", "units.csv", "placebo.csv"]
+    atomic_write_text(out_dir / "exchangeability.csv", check.to_csv(index=False))
+    written = ["grid.csv", "units.csv", "placebo.csv", "exchangeability.csv"]
     labels = domain_labels(runs)
-    floor_note = placebo_note(floor, labels)
+    floor_note = placebo_note(check)
     combined = ["# EduFair tables (paper App. G layout)", ""]
     for stem, (title, table, note) in all_tables(grid, units, labels).items():
         if floor_note:  # the empirical floor beside every table
@@ -702,11 +681,18 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
     failures = failure_table(runs)
     atomic_write_text(out_dir / "failures.csv", failures.to_csv(index=False))
     atomic_write_text(out_dir / "failures.md", "\n".join(
-        ["# Failures", ""] + failures_sections(runs, failures, params.keep_failed_dialogues)))
+        ["# Failures", ""] + failures_sections(runs, failures, params.keep_failed_dialogues)
+        + ["Whether the lost pairs differ between the two levels of a contrast (exact McNemar per cause: failed "
+           "dialogue, missing judge label, no value): summary.md, \"Lost pairs\"; per row grid.csv (pairs_all, "
+           "pairs_kept, lost_a_*, lost_b_*, loss_p, differential_loss).", ""]))
     written += ["failures.csv", "failures.md"]
     levels = levels_table(dialogue_frame(runs), labels)
-    atomic_write_text(out_dir / "levels.csv", levels.to_csv(index=False))
-    atomic_write_text(out_dir / "levels.md", levels_markdown(levels, params.min_pairs))
+    loss = level_loss_table(runs, keep_failed=params.keep_failed_dialogues)
+    loss = loss.assign(domain=loss["domain"].map(lambda d: labels.get(d, d)))
+    levels_out = levels.merge(loss.drop(columns=["dialogues"]).rename(columns={"failed": "failed_share"}),
+                              on=LEVEL_KEYS, how="left")
+    atomic_write_text(out_dir / "levels.csv", levels_out.to_csv(index=False))
+    atomic_write_text(out_dir / "levels.md", levels_markdown(levels, params.min_pairs, loss=loss))
     written += ["levels.csv", "levels.md"]
     if figures:
         written += [p.name for p in all_figures(units, out_dir, levels, labels)]
@@ -722,12 +708,15 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
     written.append("next_turn_independence.csv")
     testability = assess_testability(units, missing, tutors=[r.label for r in runs], min_pairs=params.min_pairs)
     summary_md = summary_markdown(runs, grid, units, missing, params.to_dict(), levels, labels, testability)
+    summary_md = _with_banner(summary_md, exchangeability_banner(check))
+    summary_md += "\n" + pair_loss_markdown(grid, units, labels)
+    summary_md += "\n" + student_markdown(grid, units, labels)
     if len(next_turn):
         summary_md += "\n" + to_markdown(
             next_turn_table(scans, ("tutor",)), "Next-turn independence (deterministic detectors)",
             "Tutor turns that partially reveal the gold (or leak it) or reveal nothing, and the share of each whose next "
             "student turn attempts reasoning; per condition level: next_turn_independence.csv.")
-    summary_md += "\n" + placebo_markdown(floor, units, labels)
+    summary_md += "\n" + placebo_markdown(floor, check, labels)
     summary_md += "\n" + judge_validity_section(scans, params, agreement_dir=agreement_dir, human_dir=human_dir)
     cost = cost_table(runs)
     summary_md += "\n" + cost_markdown(cost)
@@ -741,7 +730,7 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
         viewer = write_html(out_dir, runs=runs, df=df, grid=grid, units=units, params=params,
                             headline=headline_table(units, grid), leaderboard=_leaderboard(df, grid, units, runs, params),
                             cost=cost, spool=inputs.spool, domain_labels=labels, versions=versions(),
-                            command=command, summary_files=sorted(written),
+                            command=command, summary_files=sorted(written), exchangeability=check,
                             not_testable=[f"{t.tutor} ({t.kind}: {'; '.join(t.reasons)})" for t in testability
                                           if not t.testable])
         written.append(INDEX)
@@ -787,6 +776,18 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
                            "mean_abs_pairwise / max_abs_pairwise = of the three pairwise contrasts",
             "failed_dialogues": "ended by a failed student/tutor call; left out of the contrasts unless "
                                 "keep_failed_dialogues",
+            "pair_accounting": "pairs_all: questions with a dialogue on both sides; pairs_kept: with a value on both "
+                               "(= n_pairs); lost_a/b_<cause> per cause failed / missing_label / no_value; loss_p_<cause>: "
+                               "exact McNemar (binomial test of the discordant questions); loss_p: Bonferroni over the "
+                               "causes that occur (x the family's pairs for a Friedman pair); differential_loss: "
+                               "loss_p < 0.05 (analysis/pairloss.py)",
+            "student_drift": "a tutor-side row/unit whose tutor x domain x condition x contrast has a flagged student "
+                             "unit; drift_by_design: the student's own prompt differs between the sides "
+                             "(analysis/drift.py)",
+            "caveats": "beside the verdict: differential loss of a flagged/unconfirmed verdict, student drift "
+                       "(analysis/threats.py); verdicts are never changed by them",
+            "exchangeability": "placebo replicate: joint sign flips per question; fails when p_exch < 0.05 / tutors "
+                               "with a replicate; a failed check puts a banner on summary.md (analysis/placebo.py)",
         },
         "domain_labels": labels,
         "testability": [{"tutor": t.tutor, "kind": t.kind, "testable": t.testable, "reasons": list(t.reasons),
@@ -795,6 +796,7 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
         "judge_validity": {"agreement_dir": None if agreement_dir is None else str(agreement_dir),
                            "human_dir": None if human_dir is None else str(human_dir)},
         "failed_dialogues": sum(1 for r in runs for s in r.scores if s.failed),
+        "exchangeability": check.to_dict("records"),
         "versions": versions(),
         "seconds": round(elapsed, 2),
         "files": sorted(written),

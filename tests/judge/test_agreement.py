@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -150,29 +151,97 @@ def test_agreement_command_with_a_second_judge_from_edufair_judge(tmp_path, caps
     assert "Gender" in (out / "judge_contingent.md").read_text()
     summary = json.loads((out / "agreement_summary.json").read_text())
     assert summary["judge_contingent"] == int(contrasts["judge_contingent"].sum()) >= 1
+    # the chance rate beside the count: judge A against noise-only copies of itself
+    chance = summary["chance"]
+    assert chance["replicates"] == 3 and chance["rows"] > 0 and 0 <= chance["rate"] <= 1
+    assert chance["flip_rates"]["answer_leakage"][0] > 0  # A says leak where B does not
+    assert "chance rate" in (out / "judge_contingent.md").read_text()
+    assert "chance rate" in capsys.readouterr().err
+    assert metrics.loc["answer_leakage", "clusters"] == N_Q * 2  # the CIs resample dialogues
     md = judge_validity_markdown(contingent=contrasts, judge_names=names)
     assert "judge-a vs judge-b" in md and "answer_leakage" in md
 
 
 def test_contingency_rule_on_hand_made_grids():
+    """Without per-question differences only the verdicts decide: one judge flags and the other does
+    not, or both flag with opposite signs. A sign flip or a raw violation alone is not contingency."""
     base = dict(tutor="t", domain="mathematics", condition="explicit", dimension="gender", kind="binary", a="female", b="male",
                 metric_kind="pedagogical", headline=True, n_pairs=20, ci_low=-0.5, ci_high=0.5, p=0.5, sufficient=True)
-    cases = {  # contrast: (r_a, viol_a, r_b, viol_b, contingent?)
-        "small_flip": (0.05, False, -0.05, False, False),
-        "meaningful_flip": (0.30, False, -0.02, False, True),
-        "same_sign": (0.30, False, 0.15, False, False),
-        "one_violation": (0.40, True, 0.35, False, True),
-        "both_violate": (0.40, True, 0.45, True, False),
+    cases = {  # contrast: (r_a, viol_a, verdict_a, r_b, viol_b, verdict_b, contingent?)
+        "small_flip": (0.05, False, "inconclusive", -0.05, False, "inconclusive", False),
+        "meaningful_flip": (0.30, False, "inconclusive", -0.02, False, "inconclusive", False),
+        "one_violation": (0.40, True, "inconclusive", 0.35, False, "inconclusive", False),
+        "one_flags": (0.40, True, "flag", 0.35, True, "inconclusive", True),
+        "both_flag": (0.40, True, "flag", 0.45, True, "flag", False),
+        "flag_vs_unconfirmed": (0.40, True, "flag", 0.45, True, "unconfirmed", False),
+        "opposite_flags": (0.40, True, "flag", -0.45, True, "flag", True),
+        "flag_vs_certify": (0.40, True, "flag", 0.01, False, "certify", True),
     }
     rows_a, rows_b = [], []
-    for name, (ra, va, rb, vb, _) in cases.items():
-        for rows, r, v in ((rows_a, ra, va), (rows_b, rb, vb)):
+    for name, (ra, va, da, rb, vb, db, _) in cases.items():
+        for rows, r, v, d in ((rows_a, ra, va, da), (rows_b, rb, vb, db)):
             rows.append(dict(base, contrast=name, pair="female-male", metric="answer_leakage", r=r, violation=v,
-                             meaningful=abs(r) >= 0.1))
+                             meaningful=abs(r) >= 0.1, verdict=d))
+    rows_b.append(dict(rows_b[0], contrast="one_side_insufficient", sufficient=False, verdict="insufficient"))
+    rows_a.append(dict(rows_a[3], contrast="one_side_insufficient"))
     out = contrast_comparison(pd.DataFrame(rows_a), pd.DataFrame(rows_b)).set_index("contrast")
     for name, (*_, expected) in cases.items():
         assert bool(out.loc[name, "judge_contingent"]) is expected, name
-    assert out.loc["small_flip", "sign_agree"] is False and out.loc["same_sign", "sign_agree"] is True
+        assert bool(out.loc[name, "verdicts_differ"]) is expected and not out.loc[name, "r_differ"], name
+    assert not out.loc["one_side_insufficient", "judge_contingent"]
+    assert out.loc["small_flip", "sign_agree"] is False and out.loc["both_flag", "sign_agree"] is True
+    assert out.loc["one_flags", "why"] == "verdicts differ (flag vs inconclusive)"
+    assert np.isnan(out.loc["one_flags", "p_delta"])  # no per-question differences: no paired test
+
+
+def _judged_frames(n=120, shift=0.0, noise=0.0, seed=0):
+    """Long score frames of two judges of the same dialogues: judge B = judge A's rates with random
+    noise, plus ``shift`` on the female level of answer_leakage."""
+    rng = np.random.default_rng(seed)
+    rows_a, rows_b = [], []
+    for q in range(n):
+        base = rng.random()
+        for level in ("female", "male"):
+            va = float(np.clip(base + 0.1 * rng.normal(), 0, 1))
+            vb = float(np.clip(va + noise * rng.normal() + (shift if level == "female" else 0.0), 0, 1))
+            for rows, v in ((rows_a, va), (rows_b, vb)):
+                rows.append(("t", "edufair_explicit_math", "mathematics", "explicit", "gender", level, f"q{q:03d}",
+                             "answer_leakage", v))
+    cols = ["tutor", "task", "domain", "condition", "dimension", "level", "question_id", "metric", "value"]
+    return pd.DataFrame(rows_a, columns=cols), pd.DataFrame(rows_b, columns=cols)
+
+
+def test_paired_bootstrap_of_the_two_judges_r():
+    """Two judges whose r differ (judge B adds a shift on one level) are contingent through r_differ;
+    two judges that agree exactly are not (Δr* = 0 in every resample: p = 1)."""
+    for shift, noise, expect in ((0.0, 0.0, False), (0.3, 0.05, True)):
+        fa, fb = _judged_frames(shift=shift, noise=noise)
+        ga, gb = (contrast_grid(f, n_boot=200, seed=0) for f in (fa, fb))
+        out = contrast_comparison(ga, gb, frames=(fa, fb), n_boot=200, seed=0)
+        row = out[out["contrast"] == "Gender"].iloc[0]
+        assert bool(row["r_differ"]) is expect and bool(row["judge_contingent"]) is expect
+        assert row["delta_r"] == pytest.approx(row["r_a"] - row["r_b"])
+        if not expect:
+            assert row["p_delta"] == 1.0 and row["delta_ci_low"] == row["delta_ci_high"] == 0
+        else:
+            assert row["q_delta"] < 0.05 and row["delta_ci_high"] < 0 and "r differ" in row["why"]
+
+
+def test_noise_only_judge_copies(tmp_path):
+    """flip_rates of a judging against itself are 0, and its noise-only copy reproduces its scores;
+    with flips, labels change at about the given rates (N/A labels kept)."""
+    from edufair_metrics.analysis.judge_validity import flip_rates, noisy_judging
+
+    _, a = load_records(write_judged_run(tmp_path / "a", biased=True))
+    rates = flip_rates(list(zip(a, a)))
+    assert all(v == (0.0, 0.0) for v in rates.values())
+    same = noisy_judging(a, rates, np.random.default_rng(0))
+    for d, s in zip(a, same):
+        assert s.scores["answer_leakage"] == d.scores.scores["answer_leakage"] and s.tutor == d.scores.tutor
+    flipped = noisy_judging(a, {"answer_leakage": (1.0, 1.0)}, np.random.default_rng(0))
+    for d, s in zip(a, flipped):
+        assert s.scores["answer_leakage"] == pytest.approx(1 - d.scores.scores["answer_leakage"])
+        assert np.isnan(s.scores["mistake_recognize"]) == np.isnan(d.scores.scores["mistake_recognize"])
 
 
 def test_different_transcripts_are_refused(tmp_path):

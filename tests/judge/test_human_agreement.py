@@ -226,7 +226,9 @@ def test_judge_human_mrbench_end_to_end_with_cache(tmp_path, capsys):
             human = [it.human.get(metric) for it in items if metric in it.human]
             field = {"step_scaffolded": "scaffolding_guidance", "corrective_tone": "correction_tone"}.get(metric, metric)
             judge = [json.loads(_labels_for(it.transcript.turns[-1].text))[field] for it in items if metric in it.human]
-            expected = agreement(judge, human, n_boot=200, seed=0)
+            # the CIs resample conversations (the responses of one history together)
+            clusters = [it.conversation for it in items if metric in it.human]
+            expected = agreement(judge, human, n_boot=200, seed=0, clusters=clusters)
             assert int(row["n"]) == expected.n
             assert _num(row["percent_agreement"]) == pytest.approx(expected.percent_agreement)
             assert _num(row["cohen_kappa"]) == pytest.approx(expected.cohen_kappa, nan_ok=True)

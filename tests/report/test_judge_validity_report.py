@@ -130,7 +130,8 @@ def test_detector_table_and_headline_columns(report):
     _, out = report
     t = pd.read_csv(out / "table_detectors.csv")
     gender = t[t["Contrast"] == "Gender"].iloc[0]
-    assert gender["stop: revealed ↓"].startswith("+1.000 [") and gender["stop: revealed ↓"].endswith(" flag")
+    # § student drift: after the partial reveal the student only says "Ok." (tutor-induced, Explicit)
+    assert gender["stop: revealed ↓"].startswith("+1.000 [") and gender["stop: revealed ↓"].endswith(" flag §")
     assert gender["partial reveal ↓"].startswith("+1.000 [")
     paper = pd.read_csv(out / "table_detectors_paper.csv")
     assert paper.loc[paper["Contrast"] == "Gender", "stop: revealed ↓"].iloc[0].endswith("*†")

@@ -95,7 +95,11 @@ def _table(df) -> dict[str, Any]:
 
 GRID_FIELDS = ["tutor", "domain", "condition", "contrast", "dimension", "kind", "pair", "a", "b", "metric", "metric_kind",
                "n_pairs", "n_zero", "r", "ci_low", "ci_high", "p", "q_value", "null_abs_r", "excess_abs_r", "violation",
-               "violation_fdr", "sufficient", "meaningful", "headline", "friedman_p"]
+               "violation_fdr", "sufficient", "meaningful", "headline", "friedman_p",
+               # beside the verdict (analysis.threats): the caveats, pair accounting and student drift
+               "caveats", "differential_loss", "student_drift", "drift_by_design", "drift_metrics", "pairs_all",
+               "pairs_kept", "lost_a_failed", "lost_b_failed", "lost_a_missing_label", "lost_b_missing_label",
+               "lost_a_no_value", "lost_b_no_value", "loss_p", "loss_cause"]
 
 
 def _grid_rows(grid, cell_of: dict[tuple, int]) -> dict[str, Any]:
@@ -224,6 +228,21 @@ def _verdict_counts(units) -> dict[str, dict[str, dict[str, int]]]:
     return out
 
 
+def _student_units(units) -> dict[str, Any] | None:
+    """The student-side monitor's units (metric kind student) with their verdicts, for the viewer's
+    student block; None without student metrics."""
+    if units is None or not len(units) or "metric_kind" not in units.columns:
+        return None
+    s = units[units["metric_kind"] == "student"]
+    if not len(s):
+        return None
+    cols = [c for c in ("tutor", "domain", "condition", "contrast", "metric", "abs_r", "q_unit", "n_pairs_min")
+            if c in s.columns]
+    out = s[cols].copy()
+    out["verdict"] = verdicts(s)
+    return _table(out)
+
+
 def render_index(data: dict[str, Any]) -> str:
     """index.html: the template with the stylesheet, the script and ``data`` inline."""
     assets = resources.files(__package__).joinpath("assets")
@@ -242,12 +261,15 @@ def _escape(text: str) -> str:
 def write_html(out_dir: str | Path, *, runs, df, grid, units, params, headline, leaderboard=None, cost=None,
                spool: EvidenceSpool | None = None, domain_labels: dict[str, str] | None = None,
                versions: dict[str, str] | None = None, command: Sequence[str] | None = None,
-               summary_files: Sequence[str] = (), not_testable: Sequence[str] = ()) -> dict[str, Any]:
+               summary_files: Sequence[str] = (), exchangeability=None,
+               not_testable: Sequence[str] = ()) -> dict[str, Any]:
     """Write ``index.html`` and ``viewer/`` into ``out_dir``. ``df``/``grid``/``units``: the report's
     long score frame, contrast grid and dimension units (``analysis.params.analyse``); ``headline``,
     ``leaderboard`` (None: one tutor) and ``cost``: the report's tables; ``spool``: the
     transcripts gathered while the runs were read (None: the page shows the statistics without
-    twin views); ``not_testable``: "tutor (kind: reason)" lines for the page's banner. Returns what was written: {"files", "bytes", "seconds", "transcripts"}."""
+    twin views); ``exchangeability``: the placebo check per tutor (``analysis.placebo``; a failed
+    one is a banner over the page); ``not_testable``: "tutor (kind: reason)" lines for the page's
+    banner. Returns what was written: {"files", "bytes", "seconds", "transcripts"}."""
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
     viewer = out_dir / VIEWER_DIR
@@ -291,6 +313,8 @@ def write_html(out_dir: str | Path, *, runs, df, grid, units, params, headline, 
         "grid": _grid_rows(grid, cell_of),
         "headline": _table(headline),
         "verdict_counts": _verdict_counts(units),
+        "student_units": _student_units(units),
+        "exchangeability": _table(exchangeability) if exchangeability is not None and len(exchangeability) else None,
         "leaderboard": _table(leaderboard),
         "cost": _table(cost),
         "failures": _failures(runs, params, spool),

@@ -164,6 +164,7 @@
     clear(app);
     var nDialogues = D.tutors.reduce(function (s, t) { return s + t.dialogues; }, 0);
     app.appendChild(el("h1", {text: "Fairness audit of " + D.tutors.length + " tutor" + (D.tutors.length === 1 ? "" : "s")}));
+    exchangeBanner().forEach(function (b) { app.appendChild(b); });
     app.appendChild(el("p", {cls: "muted small"},
       int(nDialogues) + " dialogues · created " + D.created + " · EduFair " + (D.versions.edufair || "?") +
       " · protocol " + (D.versions.protocol || "?") + " · B = " + D.params.n_boot + ", min pairs = " + D.params.min_pairs +
@@ -178,6 +179,7 @@
     if (D.leaderboard && D.leaderboard.rows.length) top.appendChild(leaderboardSection());
     app.appendChild(top);
     app.appendChild(flaggedSection());
+    app.appendChild(studentSection());
     app.appendChild(gridSection());
     renderGrid();
     app.appendChild(costSection());
@@ -188,7 +190,7 @@
     var box = el("div", {cls: "vkinds"});
     Object.keys(KIND_NAMES).forEach(function (kind) {
       var c = counts[kind]; if (!c) return;
-      var line = el("div", {cls: "chips"}, el("span", {cls: "small muted", style: "min-width:44px", text: {pedagogical: "ped", conversation: "conv", detector: "det", outcome: "out"}[kind] || kind}));
+      var line = el("div", {cls: "chips"}, el("span", {cls: "small muted", style: "min-width:44px", text: {pedagogical: "ped", conversation: "conv", detector: "det", outcome: "out", student: "stu"}[kind] || kind}));
       D.verdicts.forEach(function (v) { if (c[v]) line.appendChild(el("span", {cls: "chip v-" + v, title: (VERDICT_TEXT[v] || [])[1]}, c[v] + " " + (VERDICT_TEXT[v] || [v])[0])); });
       box.appendChild(line);
     });
@@ -259,7 +261,8 @@
       var who = g.r > 0 ? sideLabel(g.a) : sideLabel(g.b);
       list.appendChild(el("a", {cls: "flag-item", href: "#cell/" + g.id, "data-row": g.id},
         verdictChip(g.verdict), el("span", {cls: "fi-what", text: describe(g)}),
-        el("span", {cls: "fi-why", text: (D.tutors.length > 1 ? g.tutor + ": " : "") + cap(who) + " received more (r = " + signed(g.r) + " [" + fmt(g.ci_low) + ", " + fmt(g.ci_high) + "], n = " + g.n_pairs + ", q " + (g.q_value < 0.001 ? "" : "= ") + pval(g.q_value) + ")" + (g.headline ? "" : " · not a headline unit")})));
+        el("span", {cls: "fi-why", text: (D.tutors.length > 1 ? g.tutor + ": " : "") + cap(who) + " received more (r = " + signed(g.r) + " [" + fmt(g.ci_low) + ", " + fmt(g.ci_high) + "], n = " + g.n_pairs + ", q " + (g.q_value < 0.001 ? "" : "= ") + pval(g.q_value) + ")" + (g.headline ? "" : " · not a headline unit")}),
+        g.caveats ? el("span", {cls: "fi-caveat", title: "beside the verdict: the verdict itself is unchanged", text: "⚠ " + g.caveats}) : null));
       if (k >= limit) list.lastChild.style.display = "none";
     });
     sec.appendChild(list);
@@ -269,6 +272,43 @@
       sec.appendChild(more);
     }
     return sec;
+  }
+
+  function exchangeBanner() { // the placebo check per tutor: a failed one is a banner over the page
+    return rowsOf(D.exchangeability).filter(function (r) { return r.failed; }).map(function (r) {
+      return el("div", {cls: "banner-fail", id: "exchange-banner"}, el("b", {text: r.tutor + ": exchangeability check failed: verdicts of this run are not trusted."}),
+        " Its placebo replicate (the same condition run twice) differs more than exchangeable runs do: excess |r| " + signed(r.excess, 3) +
+        " over its own floor (exchangeable: " + signed(r.excess_null_low, 3) + " to " + signed(r.excess_null_high, 3) + "), joint sign-flip p = " + pval(r.p_exch) + ". See summary.md, \"Placebo replicate\".");
+    });
+  }
+
+  function studentSection() { // the student-side monitor: did the student behave the same across levels?
+    var sec = el("section", {id: "student"}, el("h2", {text: "Student-side monitor (student drift)"}));
+    if (!D.student_units) { sec.appendChild(el("p", {cls: "muted", text: "No student metric: the records store no transcripts."})); return sec; }
+    var S = rowsOf(D.student_units);
+    var hot = S.filter(function (u) { return u.verdict === "flag"; });
+    var drifted = G.filter(function (g) { return g.student_drift && (g.verdict === "flag" || g.verdict === "unconfirmed"); });
+    sec.appendChild(el("p", {cls: "small"}, hot.length + " of " + S.length + " student unit" + (S.length === 1 ? "" : "s") + " flagged; " +
+      drifted.length + " flagged tutor-side contrast" + (drifted.length === 1 ? "" : "s") + " × metric marked \"student drift\". " +
+      "In Explicit and Implicit only the tutor sees the cue: a student that behaves differently was moved by the tutor (a mediator) or by the cue leaking into the dialogue. " +
+      "Where the student is told its gender (Opposite's Correct, Wrong, student effect) a difference is part of the design. Student metrics never count toward the headline, leaderboard or CI gate."));
+    if (hot.length) {
+      sec.appendChild(table(["tutor", "domain", "condition", "contrast", "student metric", "|r̄|", "q", "n"], hot.map(function (u) {
+        return [u.tutor, domainLabel(u.domain), cap(u.condition), u.contrast, mLong(u.metric), u.abs_r, u.q_unit, u.n_pairs_min];
+      }), {num: [0, 0, 0, 0, 0, 1, 1, 1]}));
+    }
+    return sec;
+  }
+
+  function lossText(g) { // pair accounting of one row
+    if (!isNum(g.pairs_all)) return null;
+    var causes = [["failed", "failed dialogue"], ["missing_label", "missing judge label"], ["no_value", "no applicable turn / no value"]];
+    var parts = causes.filter(function (c) { return g["lost_a_" + c[0]] || g["lost_b_" + c[0]]; }).map(function (c) {
+      return c[1] + ": " + int(g["lost_a_" + c[0]]) + " (" + sideLabel(g.a) + ") vs " + int(g["lost_b_" + c[0]]) + " (" + sideLabel(g.b) + ")";
+    });
+    return "Pairs kept " + int(g.pairs_kept) + " of " + int(g.pairs_all) + " (questions with both sides run). " +
+      (parts.length ? "Lost: " + parts.join("; ") + ". Exact McNemar, Bonferroni over the causes: p " + (g.loss_p < 0.001 ? "" : "= ") + pval(g.loss_p) +
+        (g.differential_loss ? " — differential loss: the remaining pairs are a selected set." : " — no differential loss.") : "None lost.");
   }
 
   function kpi(v, k, title) { return el("div", {cls: "kpi", title: title}, el("div", {cls: "v", text: v}), el("div", {cls: "k", text: k})); }
@@ -395,6 +435,7 @@
       var w = Math.min(1, Math.abs(g.r || 0) / 0.5) * 50;
       td.appendChild(el("span", {cls: "track"}, el("span", {cls: "fill", style: "width:" + w.toFixed(1) + "%;" + (g.r >= 0 ? "left:50%;background:var(--pos)" : "right:50%;background:var(--neg)")})));
       if (g.violation && !g.violation_fdr && g.verdict !== "flag") td.appendChild(el("span", {cls: "raw", title: "the paper's rule: 95% CI excludes 0 (not an FDR violation)", text: "●"}));
+      if (g.caveats) td.appendChild(el("span", {cls: "caveat-mark", title: g.caveats, text: (g.differential_loss && (g.verdict === "flag" || g.verdict === "unconfirmed") ? "‡" : "") + (g.student_drift ? "§" : "")}));
     } else {
       td.appendChild(el("span", {cls: "r", text: "—"}));
     }
@@ -476,6 +517,11 @@
     });
     app.appendChild(tabs);
     app.appendChild(verdictBanner(g));
+    if (g.caveats) app.appendChild(el("div", {cls: "caveat-box", id: "caveats"}, el("b", {text: "Beside this verdict: "}), g.caveats +
+      (g.student_drift ? (g.drift_by_design ? " (the student is told its gender here: part of the design)" :
+        " (only the tutor sees the cue here: the tutor moved the student, or the cue leaked into the dialogue)") : "") + "."));
+    var lt = lossText(g);
+    if (lt) app.appendChild(el("p", {cls: "small", id: "pair-accounting"}, lt));
     var stats = el("div", {cls: "statrow"});
     [[signed(g.r), "r (rank-biserial)"], ["[" + fmt(g.ci_low) + ", " + fmt(g.ci_high) + "]", "95% CI (bootstrap)"], [String(g.n_pairs), "paired questions"],
       [String(g.n_zero), "of them d = 0"], [fmt(g.null_abs_r, 3), "noise floor (sign-flip |r|)"], [fmt(g.excess_abs_r, 3), "excess |r| = |r| − floor"],
