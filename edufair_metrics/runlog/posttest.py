@@ -31,11 +31,12 @@ from edufair_metrics.dialogue.generation import CachedGenerator, ChatModel
 from edufair_metrics.dialogue.posttest import run_posttests
 from edufair_metrics.errors import EduFairError, Interrupted
 from edufair_metrics.failures import sum_call_counts
-from edufair_metrics.io import atomic_write_json, atomic_write_jsonl, iter_jsonl, read_json
+from edufair_metrics.io import atomic_write_json, read_json
 from edufair_metrics.protocol import posttest_prompt, posttest_provenance
-from edufair_metrics.records import ALL_METRICS, LEGACY_RECORD_KEYS, OUTCOME_METRICS, RECORD_KEY, DialogueRecord, record_in_line
+from edufair_metrics.records import ALL_METRICS, OUTCOME_METRICS, DialogueRecord
 from edufair_metrics.runlog.build import build_record
-from edufair_metrics.runlog.layout import CALL_COUNTS_KEY, RESULTS_RE, SAMPLES_RE, find_samples
+from edufair_metrics.runlog.layout import CALL_COUNTS_KEY, RESULTS_RE, SAMPLES_RE
+from edufair_metrics.runlog.rewrite import read_stored_run, results_for, write_rebuilt
 
 POSTTEST_KEY = "edufair_posttest"  # in a results file written here: what got a post-test
 
@@ -87,30 +88,9 @@ def posttest_samples(inputs: list[str], out_dir: Path, *, student: ChatModel, id
                      cache: CallCache | None = None) -> PostTestResult:
     """Give every finished dialogue of lm-eval samples files (or folders of them) its post-test and
     write them, as a run folder per input model folder, into ``out_dir`` (module docstring)."""
-    files = find_samples(inputs)
     out_dir = Path(out_dir)
-    targets: dict[Path, Path] = {}
-    for f in files:
-        target = out_dir / f.parent.name / f.name
-        if target in targets.values():
-            raise EduFairError(f"two inputs would be written to {target}; run the post-test on them separately")
-        if target.resolve() == f.resolve():
-            raise EduFairError(f"--out {out_dir} would overwrite the input {f}; choose another folder")
-        targets[f] = target
-    lines: list[tuple[Path, list[dict[str, Any]]]] = []
-    records: list[tuple[str, DialogueRecord]] = []
-    for f in files:
-        rows = []
-        for lineno, obj in iter_jsonl(f):
-            rec = record_in_line(obj)
-            if not isinstance(rec, dict) or not isinstance(rec.get("transcript"), dict):
-                raise EduFairError(f"{f}:{lineno}: no EduFair record with a transcript in this line (field {RECORD_KEY})")
-            try:
-                records.append((f"{f}:{lineno}", DialogueRecord.from_dict(rec, doc=obj.get("doc"))))
-            except (TypeError, ValueError, KeyError) as exc:
-                raise EduFairError(f"{f}:{lineno}: malformed transcript ({exc})") from exc
-            rows.append(obj)
-        lines.append((f, rows))
+    run = read_stored_run(inputs, out_dir, "run the post-test on")
+    files, records = run.files, run.records
     decoding = records_student(records, identity)
     generator = CachedGenerator(student, "student", model_identity(str(identity.get("kind")), identity.get("model_args")),
                                 cache)
@@ -131,21 +111,10 @@ def posttest_samples(inputs: list[str], out_dir: Path, *, student: ChatModel, id
         rebuilt.append(build_record(rec.transcript, rec.judgements, judge_info=rec.judge, document=rec.document,
                                     provenance=prov, masked_cues=rec.flags.masked_cues, posttest=post))
     counts = generator.counts.to_dict()
-    it = iter(rebuilt)
     written = []
-    for f, rows in lines:
-        new_rows = []
-        for obj in rows:
-            record = next(it)
-            new = {k: v for k, v in obj.items() if k not in LEGACY_RECORD_KEYS}  # one copy, under today's key
-            new[RECORD_KEY] = record.to_dict()
-            for metric in ALL_METRICS + OUTCOME_METRICS:  # per-metric values lm-eval logged beside the record
-                if metric in new:
-                    value = record.scores.scores.get(metric)
-                    new[metric] = None if value is None or value != value else value
-            new_rows.append(new)
-        written.append(str(atomic_write_jsonl(targets[f], new_rows)))
-        _write_results(f, targets[f], identity, counts if f == files[0] else None)
+    for f, path in write_rebuilt(run, rebuilt, ALL_METRICS + OUTCOME_METRICS):
+        written.append(path)
+        _write_results(f, run.targets[f], identity, counts if f == files[0] else None)
     by_verdict: dict[str, int] = {}
     for r in rebuilt:
         if r.posttest is not None:
@@ -159,14 +128,6 @@ def posttest_samples(inputs: list[str], out_dir: Path, *, student: ChatModel, id
     return PostTestResult(files, written, len(rebuilt), n_post, by_verdict, counts)
 
 
-def _results_for(samples: Path) -> Path | None:
-    m = SAMPLES_RE.match(samples.name)
-    if not m:
-        return None
-    candidate = samples.parent / f"results_{m.group('ts')}.json"
-    return candidate if candidate.is_file() else None
-
-
 def _write_results(samples: Path, target: Path, identity: dict[str, Any], counts: dict[str, Any] | None) -> None:
     """The results file beside a post-tested samples file: the run's own, marked, its task's student
     call counts plus the post-test's (``counts``: given once per call, with the first file's task);
@@ -178,7 +139,7 @@ def _write_results(samples: Path, target: Path, identity: dict[str, Any], counts
     if dest.exists():  # another task of the same run, in the same call
         data: Any = read_json(dest)
     else:
-        source = _results_for(samples)
+        source = results_for(samples)
         data = read_json(source) if source is not None else {"model_name": samples.parent.name, "results": {},
                                                                "configs": {}}
     if not isinstance(data, dict):

@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from edufair_metrics.cache import CallCache
-from edufair_metrics.errors import EduFairError, Interrupted
-from edufair_metrics.io import atomic_write_json, atomic_write_jsonl, iter_jsonl, read_json
+from edufair_metrics.errors import Interrupted
+from edufair_metrics.io import atomic_write_json, read_json
 from edufair_metrics.judge.settings import JudgeSettings
-from edufair_metrics.records import ALL_METRICS, LEGACY_RECORD_KEYS, RECORD_KEY, DialogueRecord, record_in_line
+from edufair_metrics.records import ALL_METRICS
 from edufair_metrics.runlog.build import judge_and_build
-from edufair_metrics.runlog.layout import RESULTS_RE, SAMPLES_RE, find_samples
+from edufair_metrics.runlog.layout import RESULTS_RE, SAMPLES_RE
+from edufair_metrics.runlog.rewrite import read_stored_run, results_for, write_rebuilt
 
 REJUDGED_KEY = "edufair_rejudged"  # in a results file written by re-judging: what was re-judged
 
@@ -40,45 +41,12 @@ class RejudgeResult:
     summary: dict[str, Any]
 
 
-def _results_for(samples: Path) -> Path | None:
-    """The results file of the same lm-eval run as ``samples`` (same folder and timestamp)."""
-    m = SAMPLES_RE.match(samples.name)
-    if not m:
-        return None
-    candidate = samples.parent / f"results_{m.group('ts')}.json"
-    return candidate if candidate.is_file() else None
-
-
 def rejudge_samples(inputs: list[str], out_dir: Path, *, judge: JudgeSettings, cache: CallCache | None = None,
                     progress: bool = True) -> RejudgeResult:
     """Judge again the transcripts of lm-eval samples files (or folders of them) and write them, as a
     run folder per input model folder, into ``out_dir`` (see the module docstring)."""
-    files = find_samples(inputs)
-    out_dir = Path(out_dir)
-    targets: dict[Path, Path] = {}
-    for f in files:
-        target = out_dir / f.parent.name / f.name
-        if target in targets.values():
-            raise EduFairError(f"two inputs would be written to {target}; re-judge them separately")
-        if target.resolve() == f.resolve():
-            raise EduFairError(f"--out {out_dir} would overwrite the input {f}; choose another folder")
-        targets[f] = target
-
-    lines: list[tuple[Path, list[dict[str, Any]]]] = []
-    records: list[DialogueRecord] = []
-    for f in files:
-        rows = []
-        for lineno, obj in iter_jsonl(f):
-            rec = record_in_line(obj)
-            if not isinstance(rec, dict) or not isinstance(rec.get("transcript"), dict):
-                raise EduFairError(f"{f}:{lineno}: no EduFair record with a transcript in this line (field {RECORD_KEY})")
-            try:
-                records.append(DialogueRecord.from_dict(rec, doc=obj.get("doc")))
-            except (TypeError, ValueError, KeyError) as exc:
-                raise EduFairError(f"{f}:{lineno}: malformed transcript ({exc})") from exc
-            rows.append(obj)
-        lines.append((f, rows))
-
+    run = read_stored_run(inputs, Path(out_dir), "re-judge")
+    records = [r for _, r in run.records]
     summary: dict[str, Any] = {}
     try:
         rebuilt = judge_and_build([r.transcript for r in records], judge=judge, cache=cache,
@@ -86,25 +54,14 @@ def rejudge_samples(inputs: list[str], out_dir: Path, *, judge: JudgeSettings, c
                                   progress=progress, summary=summary, posttests=[r.posttest for r in records])
     except Interrupted as exc:  # the dialogues are all there (read from the files); say so
         raise Interrupted(dialogues=len(records), labels=exc.labels) from None
-    it = iter(rebuilt)
     written = []
-    for f, rows in lines:
-        new_rows = []
-        for obj in rows:
-            record = next(it)
-            new = {k: v for k, v in obj.items() if k not in LEGACY_RECORD_KEYS}  # one copy, under today's key
-            new[RECORD_KEY] = record.to_dict()
-            for metric in ALL_METRICS:  # the per-metric values lm-eval logged beside the record
-                if metric in new:
-                    value = record.scores.scores.get(metric)
-                    new[metric] = None if value is None or value != value else value
-            new_rows.append(new)
-        written.append(str(atomic_write_jsonl(targets[f], new_rows)))
-        _write_results(f, targets[f], judge)
+    for f, path in write_rebuilt(run, rebuilt, ALL_METRICS):
+        written.append(path)
+        _write_results(f, run.targets[f], judge)
     judge_info = rebuilt[0].judge if rebuilt else None
     atomic_write_json(out_dir / "judge_summary.json",
-                      {"inputs": [str(f) for f in files], "outputs": written, "judge": judge_info, "summary": summary})
-    return RejudgeResult(files=files, outputs=written, dialogues=len(records), summary=summary)
+                      {"inputs": [str(f) for f in run.files], "outputs": written, "judge": judge_info, "summary": summary})
+    return RejudgeResult(files=run.files, outputs=written, dialogues=len(records), summary=summary)
 
 
 def _write_results(samples: Path, target: Path, judge: JudgeSettings) -> None:
@@ -113,7 +70,7 @@ def _write_results(samples: Path, target: Path, judge: JudgeSettings) -> None:
     m = SAMPLES_RE.match(target.name)
     ts = m.group("ts") if m else "rejudged"
     dest = target.parent / f"results_{ts}.json"
-    source = _results_for(samples)
+    source = results_for(samples)
     data: dict[str, Any] = read_json(source) if source is not None else {}
     if not isinstance(data, dict):
         data = {}
