@@ -45,7 +45,8 @@ def rejudge_samples(inputs: list[str], out_dir: Path, *, judge: JudgeSettings, c
                     progress: bool = True) -> RejudgeResult:
     """Judge again the transcripts of lm-eval samples files (or folders of them) and write them, as a
     run folder per input model folder, into ``out_dir`` (see the module docstring)."""
-    run = read_stored_run(inputs, Path(out_dir), "re-judge")
+    out_dir = Path(out_dir)
+    run = read_stored_run(inputs, out_dir, "re-judge")
     records = [r for _, r in run.records]
     summary: dict[str, Any] = {}
     try:
