@@ -62,7 +62,7 @@ def count_words(text: str | None) -> int:
     """Number of words in ``text`` (see the module docstring for the definition)."""
     if not text:
         return 0
-    return sum(1 for _ in WORD_RE.finditer(text))
+    return len(WORD_RE.findall(text))  # no capturing group: findall gives whole matches (faster than finditer)
 
 
 def conversation_metrics(transcript: Transcript) -> dict[str, float]:
