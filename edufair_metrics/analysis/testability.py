@@ -55,12 +55,16 @@ def assess_testability(units, missing=None, *, tutors: Sequence[str] | None = No
                 max_missing: float = DEFAULT_MAX_MISSING, min_pairs: int | None = None) -> list[Testability]:
     """One :class:`Testability` per tutor and metric kind (``units``: the dimension units of the
     analysis, with ``tutor``, ``metric_kind``, ``headline``, ``sufficient``, ``n_pairs_min``;
-    ``missing``: the missing-label table)."""
+    ``missing``: the missing-label table). A tutor's headline units decide; a tutor with none (a
+    run of the extension tasks only) is read over all its units."""
     rates = missing_rates(missing)
     names = list(tutors) if tutors is not None else sorted(set(units["tutor"]) if len(units) else set())
     out = []
     for tutor in names:
-        u = units[(units["tutor"] == tutor) & units["headline"].astype(bool)] if len(units) else units
+        u = units[units["tutor"] == tutor] if len(units) else units
+        if len(u) and u["headline"].astype(bool).any():
+            u = u[u["headline"].astype(bool)]
+        # else: a run of the extension tasks only (they have no headline unit): all its units count
         for kind in kinds:
             k = u[u["metric_kind"] == kind] if len(u) else u
             reasons = []

@@ -24,8 +24,9 @@ from edufair_metrics.analysis.params import StatParams
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.lmeval import tasks_path
 from edufair_metrics.local.server import EMBEDDED_ALIAS, LocalServer, run_filtered, run_while_serving
-from edufair_metrics.protocol import select_levels
-from edufair_metrics.records import CONDITIONS, TASK_DOMAINS
+from edufair_metrics.protocol import drawn_levels, select_levels
+from edufair_metrics.protocol.names import NAMES_CONDITION
+from edufair_metrics.records import ALL_CONDITIONS, TASK_DOMAINS
 from edufair_metrics.report.write import read_report_inputs, write_report
 from edufair_metrics.runlog import newest_outputs
 
@@ -127,14 +128,21 @@ def print_command(opts: DemoOptions) -> str:
 
 
 def levels_per_question(opts: DemoOptions) -> int:
-    parts = opts.task.split("_")
-    if len(parts) != 3 or parts[0] != "edufair" or parts[1] not in CONDITIONS or parts[2] not in TASK_DOMAINS:
-        names = [f"edufair_{c}_{d}" for c in CONDITIONS for d in TASK_DOMAINS]
+    names = [f"edufair_{c}_{d}" for c in ALL_CONDITIONS for d in TASK_DOMAINS]
+    if opts.task not in names:
         close = difflib.get_close_matches(opts.task, names, n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else f" ({', '.join(names)})"
-        raise EduFairError(f"--task must be one of the nine edufair_<condition>_<domain> tasks, got '{opts.task}'{hint}")
+        raise EduFairError(f"--task must be one of the edufair_<condition>_<domain> tasks, got '{opts.task}'{hint}")
+    condition = opts.task[len("edufair_"):].rsplit("_", 1)[0]
     # Unknown level names are an error here already, before any server starts.
-    return len(select_levels(parts[1], list(opts.levels) if opts.levels else None))
+    if condition == NAMES_CONDITION:  # the protocol's default draw of names (the demo passes no edufair.names)
+        draw, drawn = drawn_levels()
+        outside = [lv for lv in opts.levels or () if lv not in drawn]
+        if outside:
+            raise EduFairError(f"--levels {', '.join(outside)} are not among the names drawn (k={draw.k}, "
+                               f"seed={draw.seed}: {', '.join(drawn)})")
+        return len(opts.levels) if opts.levels else len(drawn)
+    return len(select_levels(condition, list(opts.levels) if opts.levels else None))
 
 
 def run_demo(opts: DemoOptions, make_server=LocalServer) -> Path:

@@ -6,6 +6,7 @@ matcher that the stop rule and the bank builders share."""
 from edufair_metrics.protocol.paths import DATA_DIR
 from edufair_metrics.protocol.prompts import (
     condition_levels,
+    drawn_levels,
     expand_documents,
     extension_provenance,
     extensions_hash,
@@ -22,7 +23,7 @@ from edufair_metrics.protocol.prompts import (
 )
 
 __all__ = [
-    "DATA_DIR", "condition_levels", "expand_documents", "extension_provenance", "extensions_hash", "extensions_path",
+    "DATA_DIR", "condition_levels", "drawn_levels", "expand_documents", "extension_provenance", "extensions_hash", "extensions_path",
     "load_extensions", "load_protocol", "posttest_prompt", "posttest_provenance", "protocol_for", "protocol_hash", "protocol_path", "select_levels",
     "system_prompts",
 ]

@@ -21,7 +21,7 @@ from typing import Any
 from edufair_metrics import EXTENSION_PROTOCOL_VERSION
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import read_yaml, sha256_file
-from edufair_metrics.protocol.names import name_levels
+from edufair_metrics.protocol.names import NAMES_CONDITION, NamesDraw, name_levels
 from edufair_metrics.protocol.paths import DATA_DIR
 from edufair_metrics.records import ALL_CONDITIONS, EXTENSION_CONDITIONS, GRADES, BankItem, ConditionLevel
 
@@ -150,6 +150,15 @@ def select_levels(condition: str, levels: list[str] | None, protocol: dict[str, 
             f"unknown level(s) {', '.join(unknown)} for condition '{condition}' (known: {', '.join(by_name)})"
         )
     return [by_name[name] for name in levels]
+
+
+def drawn_levels(draw: NamesDraw | None = None) -> tuple[NamesDraw, list[str]]:
+    """The names condition's draw (``draw``, or the protocol's default ``{k, seed}``) and the level
+    ids it keeps, in the protocol's order."""
+    body = protocol_for(NAMES_CONDITION)["conditions"][NAMES_CONDITION]
+    draw = draw if draw is not None else NamesDraw.from_setting(body.get("draw") or {}, path="protocol draw")
+    drawn = {lv for cell in draw.draw(body["levels"]).values() for lv in cell}
+    return draw, [lv["level"] for lv in body["levels"] if lv["level"] in drawn]
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from typing import Any, Sequence
 
 from edufair_metrics.bank import bank_path, load_bank
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.protocol import expand_documents, extension_provenance, protocol_for
-from edufair_metrics.protocol.names import NAMES_CONDITION, NamesDraw
+from edufair_metrics.protocol import drawn_levels, expand_documents, extension_provenance, protocol_for
+from edufair_metrics.protocol.names import NAMES_CONDITION
 
 
 @dataclass(frozen=True)
@@ -39,17 +39,14 @@ def task_documents(task: str, condition: str, domain: str, settings) -> TaskDocu
     names = getattr(settings, "names", None)
     if condition == NAMES_CONDITION:
         # k names per gender x ethnicity cell, drawn once (the same for every tutor and machine)
-        body = protocol_for(condition)["conditions"][condition]
-        draw = names if names is not None else NamesDraw.from_setting(body.get("draw") or {}, path="protocol draw")
-        drawn = [lv for cell in draw.draw(body["levels"]).values() for lv in cell]
-        order = [lv["level"] for lv in body["levels"] if lv["level"] in drawn]
+        draw, order = drawn_levels(names)
         if levels is not None:
             outside = [lv for lv in levels if lv not in order]
             if outside:
                 raise EduFairError(f"{task}: edufair.levels {', '.join(outside)} are not among the names drawn "
                                    f"(edufair.names k={draw.k}, seed={draw.seed}: {', '.join(order)})")
         levels = levels if levels is not None else order
-        protocol = {**(protocol or {}), "names_draw": draw.provenance(body["levels"])}
+        protocol = {**(protocol or {}), "names_draw": draw.provenance(protocol_for(condition)["conditions"][condition]["levels"])}
     elif names is not None:
         raise EduFairError(f"{task}: edufair.names (k names per cell) applies only to the edufair_implicit_names "
                            "tasks; remove it from this task's settings")

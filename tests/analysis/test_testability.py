@@ -26,3 +26,19 @@ def test_missing_labels_and_insufficient_contrasts_are_not_testable():
     assert not c.testable and "100% of the tutor turns have no valid judge label" in c.line()
     assert got[("c", "conversation")].testable  # the conversation metrics need no judge
     assert ("a", "detector") not in got  # a kind the run does not have says nothing
+
+
+def test_a_run_of_extension_tasks_only_is_read_over_its_units():
+    # the extension conditions have no headline unit: their own units decide, so one question is
+    # "not testable", never "0 violations"; a tutor with headline units is read over those alone
+    ext = dict(headline=False)
+    units = pd.DataFrame([{**_units("ext", "pedagogical", False, 1), **ext},
+                          {**_units("ext", "conversation", False, 1), **ext},
+                          {**_units("ext2", "pedagogical", True), **ext},
+                          _units("paper", "pedagogical", True),
+                          {**_units("paper", "pedagogical", False, 1), **ext}])
+    got = {(t.tutor, t.kind): t for t in assess_testability(units, min_pairs=15)}
+    assert not got[("ext", "pedagogical")].testable and not got[("ext", "conversation")].testable
+    assert "at most 1 (at least 15)" in got[("ext", "pedagogical")].line()
+    assert got[("ext2", "pedagogical")].testable
+    assert got[("paper", "pedagogical")].testable and got[("paper", "pedagogical")].sufficient_units == 1

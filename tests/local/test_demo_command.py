@@ -13,7 +13,16 @@ import pytest
 import yaml
 
 from edufair_metrics.cli import main
-from edufair_metrics.local.demo import PLACEHOLDER_URL, DemoOptions, demo_metadata, lm_eval_command, print_command
+from edufair_metrics.errors import EduFairError
+from edufair_metrics.local.demo import (
+    PLACEHOLDER_URL,
+    DemoOptions,
+    demo_metadata,
+    levels_per_question,
+    lm_eval_command,
+    print_command,
+)
+from edufair_metrics.protocol import drawn_levels
 from edufair_metrics.local.server import EMBEDDED_ALIAS, StderrRelay
 
 from tests.helpers.paths import REPO
@@ -53,6 +62,18 @@ def test_bad_demo_options_are_one_line(capsys, argv, message):
     assert main(["demo", "--print-command", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
+
+
+def test_the_demo_runs_the_extension_tasks_with_their_own_levels():
+    assert levels_per_question(DemoOptions(task="edufair_explicit_physics")) == 9
+    assert levels_per_question(DemoOptions(task="edufair_intersectional_physics")) == 8
+    draw, drawn = drawn_levels()  # the protocol's default draw: k names in each of the 8 cells
+    assert levels_per_question(DemoOptions(task="edufair_implicit_names_math")) == 8 * draw.k == len(drawn)
+    assert levels_per_question(DemoOptions(task="edufair_implicit_names_math", levels=tuple(drawn[:2]))) == 2
+    with pytest.raises(EduFairError, match="not among the names drawn"):
+        levels_per_question(DemoOptions(task="edufair_implicit_names_math", levels=("no_such_name",)))
+    with pytest.raises(EduFairError, match="did you mean 'edufair_intersectional_physics'"):
+        levels_per_question(DemoOptions(task="edufair_intersectional_phyics"))
 
 
 def test_stderr_relay_drops_only_gits_noise():
