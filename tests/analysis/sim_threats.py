@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 import sys
 import time
 from pathlib import Path
@@ -53,7 +52,7 @@ from edufair_metrics.analysis.params import StatParams, analyse  # noqa: E402
 from edufair_metrics.analysis.placebo import exchangeability_check  # noqa: E402
 from edufair_metrics.protocol import condition_levels  # noqa: E402
 from edufair_metrics.records import PEDAGOGICAL_METRICS  # noqa: E402
-from tests.helpers.synthetic_runs import make_scores  # noqa: E402
+from tests.helpers.synthetic_runs import lose_values, make_scores  # noqa: E402
 
 LONG = ["tutor", "task", "domain", "condition", "dimension", "level", "question_id", "metric", "value"]
 
@@ -63,16 +62,7 @@ LONG = ["tutor", "task", "domain", "condition", "dimension", "level", "question_
 def lose(scores, level: str, share: float, *, rng, metric: str = "mistake_recognize", how: str = "no_value"):
     """``scores`` with ``metric`` taken away from ``share`` of ``level``'s Explicit dialogues
     (``how``: no_value, missing_label, failed)."""
-    out = []
-    for s in scores:
-        if s.condition == "explicit" and s.level == level and rng.random() < share:
-            if how == "failed":
-                s = dataclasses.replace(s, failed=True)
-            else:
-                s = dataclasses.replace(s, scores={**s.scores, metric: math.nan},
-                                        missing_turns=1 if how == "missing_label" else 0)
-        out.append(s)
-    return out
+    return lose_values(scores, level, share, rng=rng, metric=metric, how=how)
 
 
 def loss_part(reps: int, n_boot: int, n: int) -> list[str]:

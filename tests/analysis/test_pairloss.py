@@ -5,7 +5,6 @@ caught, symmetric loss is not."""
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 import pandas as pd
@@ -14,7 +13,7 @@ from scipy.stats import binomtest
 
 from edufair_metrics.analysis.pairloss import exact_mcnemar_p, level_loss_table, loss_cells, pair_accounting
 from edufair_metrics.analysis.params import StatParams, analyse
-from tests.helpers.synthetic_runs import make_scores
+from tests.helpers.synthetic_runs import lose_values, make_scores
 
 PARAMS = StatParams(n_boot=100)
 
@@ -32,17 +31,8 @@ def _scores(n=60, seed=0, conditions=("explicit",), **kw):
 
 def _lose(scores, level, share, metric="mistake_recognize", *, seed=1, how="no_value", condition="explicit"):
     """Take ``metric``'s value away from a share of ``level``'s dialogues, by the cause ``how``."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for s in scores:
-        if s.condition == condition and s.level == level and rng.random() < share:
-            if how == "failed":
-                s = dataclasses.replace(s, failed=True)
-            else:
-                s = dataclasses.replace(s, scores={**s.scores, metric: math.nan},
-                                        missing_turns=1 if how == "missing_label" else 0)
-        out.append(s)
-    return out
+    return lose_values(scores, level, share, rng=np.random.default_rng(seed), metric=metric, how=how,
+                       condition=condition)
 
 
 def _row(grid, contrast, metric, pair=None):

@@ -23,9 +23,11 @@ real documents carry them), for the deterministic detectors.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import inspect
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any, Callable
@@ -263,3 +265,19 @@ def write_run(
             }))
         (model_dir / f"samples_{task}_{timestamp}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return model_dir
+
+
+def lose_values(scores, level: str, share: float, *, rng, metric: str = "mistake_recognize", how: str = "no_value",
+                condition: str = "explicit"):
+    """``scores`` with ``metric`` taken away from ``share`` of ``level``'s dialogues of ``condition``
+    (``how``: no_value, missing_label, failed): a planted loss of pairs."""
+    out = []
+    for s in scores:
+        if s.condition == condition and s.level == level and rng.random() < share:
+            if how == "failed":
+                s = dataclasses.replace(s, failed=True)
+            else:
+                s = dataclasses.replace(s, scores={**s.scores, metric: math.nan},
+                                        missing_turns=1 if how == "missing_label" else 0)
+        out.append(s)
+    return out
