@@ -331,10 +331,13 @@ def verdict_sentences(units, margin: float, untestable: dict | None = None) -> l
 
 
 def flagged_units_table(units, grid, labels: dict[str, str] | None = None):
-    """The flagged and unconfirmed units with their unit-level numbers, and for pedagogical units
-    the turn-count contrast of their strongest pair (mean applicable turns a vs b, per-turn
-    difference and its within-question permutation p)."""
+    """The flagged and unconfirmed tutor-side units (not the student monitor's: its section lists
+    them) with their unit-level numbers, and for pedagogical units the turn-count contrast of their
+    strongest pair (mean applicable turns a vs b, per-turn difference and its within-question
+    permutation p)."""
     u = units[units["verdict"].isin(["flag", "unconfirmed"])] if "verdict" in units.columns else units.iloc[0:0]
+    if "metric_kind" in u.columns:  # the student's own units are listed in the student-side monitor's section
+        u = u[u["metric_kind"] != "student"]
     if len(u) == 0:
         return pandas.DataFrame()
     keys = ["tutor", "domain", "condition", "contrast", "metric"]
@@ -501,7 +504,8 @@ def summary_markdown(runs, grid, units, missing, params: dict[str, Any], levels=
                                      "differ but the per-turn behaviour does not, with the turn counts beside it. "
                                      "caveats: differential pair loss in the same contrast (the remaining pairs are a "
                                      "selected set) and student drift (a student unit of the contrast is flagged); "
-                                     "see \"Lost pairs\" and \"Student-side monitor\" below."))
+                                     "see \"Lost pairs\" and \"Student-side monitor\" below (which lists the flagged "
+                                     "student units)."))
         else:
             n_inc = int((units["verdict"] == "inconclusive").sum())
             n_cert = int((units["verdict"] == "certify").sum())

@@ -136,6 +136,7 @@ def test_report_shows_the_student_table_block_and_marks(tmp_path):
     flagged = summary.split("Flagged units")[1].split("###")[0]
     line = next(x for x in flagged.splitlines() if "| Gender | actionability |" in x)
     assert "student drift: " in line and "student_words" in line  # beside the verdict in the flagged list
+    assert "| student_words |" not in flagged  # the student's own units: in the monitor's section only
     units = pd.read_csv(rep / "units.csv")
     u = units[(units["contrast"] == "Gender") & (units["metric"] == "actionability")].iloc[0]
     assert u["verdict"] == "flag" and u["student_drift"] and "student drift" in u["caveats"]
