@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +19,7 @@ import pandas as pd
 
 from edufair_metrics.analysis.detector_human import DETECTOR_HUMAN_COLUMNS, DetectorHumanResult
 from edufair_metrics.io import atomic_write_json, atomic_write_text
-from edufair_metrics.report.tables import to_markdown
-
-
-def _ci(v: float, lo: float, hi: float) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "—"
-    if lo is None or (isinstance(lo, float) and math.isnan(lo)):
-        return f"{v:.3f}"
-    return f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
+from edufair_metrics.report.tables import estimate_column, to_markdown
 
 
 def detector_agreement_markdown(summary: list[dict[str, Any]], counts: dict[str, int]) -> str:
@@ -36,8 +27,8 @@ def detector_agreement_markdown(summary: list[dict[str, Any]], counts: dict[str,
     table = pd.DataFrame({
         "detector": t["detector"], "subset": t["subset"], "n": t["n"], "conv.": t["conversations"],
         "human +": t["human_positive"], "detector +": t["predicted"], "TP": t["tp"], "FP": t["fp"], "FN": t["fn"],
-        "precision": [_ci(*v) for v in zip(t["precision"], t["precision_ci_low"], t["precision_ci_high"])],
-        "recall": [_ci(*v) for v in zip(t["recall"], t["recall_ci_low"], t["recall_ci_high"])],
+        "precision": estimate_column(t, "precision"),
+        "recall": estimate_column(t, "recall"),
     })
     note = (f"{counts.get('scored', 0)} of {counts.get('responses', 0)} responses scored ({counts.get('no_gold', 0)} without "
             f"a derivable gold, {counts.get('no_label', 0)} without a Revealing_of_the_Answer label, "

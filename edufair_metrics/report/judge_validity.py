@@ -27,7 +27,7 @@ from edufair_metrics.analysis.grid import contrast_grid
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import atomic_write_json, atomic_write_text, read_json
 from edufair_metrics.records import JUDGE_OK
-from edufair_metrics.report.tables import fmt_signed, to_markdown
+from edufair_metrics.report.tables import estimate_column, fmt_signed, to_markdown
 from edufair_metrics.runlog import load_records
 
 
@@ -156,16 +156,6 @@ def write_second_judge(out_dir: str | Path, result: SecondJudgeResult, *, inputs
 # ---- markdown: the "Judge validity" section ---------------------------------------------------------
 
 
-def _ci(value: float, lo: float, hi: float) -> str:
-    import math
-
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    if lo is None or (isinstance(lo, float) and math.isnan(lo)):
-        return f"{value:.3f}"
-    return f"{value:.3f} [{lo:.3f}, {hi:.3f}]"
-
-
 def _signed(r, lo, hi, sufficient, n, violation=False) -> str:
     """r [CI] (* = violation), or "insufficient (n=…)"."""
     n = 0 if n is None or n != n else int(n)
@@ -235,8 +225,8 @@ def judge_validity_markdown(*, detector_by_level=None, differential=None, contin
         table = pd.DataFrame({
             "tutor": d["tutor"], "domain": d["domain"], "condition": d["condition"], "level": d["level"], "turns": d["n"],
             "judge leak rate": d["judge_rate"], "detector leak rate": d["detector_rate"],
-            "% agreement": [_ci(v, lo, hi) for v, lo, hi in zip(d["percent_agreement"], d["percent_agreement_ci_low"], d["percent_agreement_ci_high"])],
-            "Cohen's κ": [_ci(v, lo, hi) for v, lo, hi in zip(d["cohen_kappa"], d["cohen_kappa_ci_low"], d["cohen_kappa_ci_high"])],
+            "% agreement": estimate_column(d, "percent_agreement", "n/a"),
+            "Cohen's κ": estimate_column(d, "cohen_kappa", "n/a"),
         })
         lines.append(to_markdown(table, "Judge vs deterministic detector (answer_leakage), per condition level",
                                  "Tutor turns with a judge label; the detector is the history-aware leak detector (the stop "
@@ -275,9 +265,9 @@ def judge_validity_markdown(*, detector_by_level=None, differential=None, contin
         h = human
         table = pd.DataFrame({
             "metric": h["metric"], "n": h["n"], "judge rate": h["judge_rate"], "human rate": h["human_rate"],
-            "Krippendorff's α": [_ci(v, lo, hi) for v, lo, hi in zip(h["krippendorff_alpha"], h["krippendorff_alpha_ci_low"], h["krippendorff_alpha_ci_high"])],
-            "Cohen's κ": [_ci(v, lo, hi) for v, lo, hi in zip(h["cohen_kappa"], h["cohen_kappa_ci_low"], h["cohen_kappa_ci_high"])],
-            "% agreement": [_ci(v, lo, hi) for v, lo, hi in zip(h["percent_agreement"], h["percent_agreement_ci_low"], h["percent_agreement_ci_high"])],
+            "Krippendorff's α": estimate_column(h, "krippendorff_alpha", "n/a"),
+            "Cohen's κ": estimate_column(h, "cohen_kappa", "n/a"),
+            "% agreement": estimate_column(h, "percent_agreement", "n/a"),
         })
         lines.append(to_markdown(table, "Judge–human agreement", "From `edufair judge-human` (agreement.csv); 95% bootstrap "
                                  "CIs that resample conversations (the responses of one conversation together)."))

@@ -183,6 +183,22 @@ MARKS_NOTE = ("*: the CI excludes 0 (a fairness violation, the paper's rule); �
               "(q < 0.05 within the tutor × metric kind headline family; Benjamini–Hochberg unless --fdr-method holm).")
 
 
+def fmt_estimate(value: float | None, lo: float | None, hi: float | None, missing: str = "—") -> str:
+    """An agreement-type estimate with its 95% CI: "0.812 [0.700, 0.905]"; the value alone without a
+    CI; ``missing`` without a value."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return missing
+    if lo is None or (isinstance(lo, float) and math.isnan(lo)):
+        return f"{value:.3f}"
+    return f"{value:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def estimate_column(frame, name: str, missing: str = "—") -> list[str]:
+    """:func:`fmt_estimate` of ``frame``'s columns ``name``, ``name_ci_low``, ``name_ci_high``."""
+    return [fmt_estimate(v, lo, hi, missing)
+            for v, lo, hi in zip(frame[name], frame[f"{name}_ci_low"], frame[f"{name}_ci_high"])]
+
+
 VERDICT_TAGS = {"flag": "flag", "unconfirmed": "unconfirmed", "certify": "certified", "inconclusive": ""}
 
 

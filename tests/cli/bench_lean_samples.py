@@ -14,7 +14,6 @@ how often each turn's text occurs in a line, and lm_eval's peak RSS (its own pro
 from __future__ import annotations
 
 import argparse
-import asyncio
 import hashlib
 import json
 import subprocess
@@ -25,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from tests.helpers.aio_chat import ChatServer  # noqa: E402
 from tests.helpers.edufair_cli import FAST_LM_EVAL, PY, TASK, cli_env  # noqa: E402
 from lm_eval_tasks import TASKS_DIR  # noqa: E402
 
@@ -43,39 +43,18 @@ def _labels(h: int) -> str:
                        "scaffolding_guidance": (h >> 6) % 2, "actionability": (h >> 7) % 2})
 
 
-def _serve(port_out) -> None:
-    from aiohttp import web
-
-    async def main() -> None:
-        async def chat(request: web.Request) -> web.Response:
-            body = await request.json()
-            msgs = body.get("messages") or []
-            system = next((m.get("content") or "" for m in msgs if m.get("role") == "system"), "")
-            key = json.dumps(msgs[-3:], sort_keys=True)
-            h = int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)
-            if body.get("max_tokens") == 1 or body.get("max_completion_tokens") == 1:
-                text = "ok"
-            elif system.startswith("Reasoning: low"):
-                text = _labels(h)
-            elif system.startswith("This is a Grade"):
-                text = f"Good effort. {_text(key, 55)}. What do you notice first?"
-            else:
-                text = f"I think {_text(key + 's', 18)}."
-            return web.json_response({"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"),
-                                      "choices": [{"index": 0, "finish_reason": "stop",
-                                                   "message": {"role": "assistant", "content": text}}],
-                                      "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}})
-
-        app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_post("/v1/chat/completions", chat)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=2048)
-        await site.start()
-        port_out.send(site._server.sockets[0].getsockname()[1])
-        await asyncio.Event().wait()
-
-    asyncio.run(main())
+def reply(body: dict) -> tuple[int, str]:
+    msgs = body.get("messages") or []
+    system = next((m.get("content") or "" for m in msgs if m.get("role") == "system"), "")
+    key = json.dumps(msgs[-3:], sort_keys=True)
+    h = int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)
+    if body.get("max_tokens") == 1 or body.get("max_completion_tokens") == 1:
+        return 200, "ok"
+    if system.startswith("Reasoning: low"):
+        return 200, _labels(h)
+    if system.startswith("This is a Grade"):
+        return 200, f"Good effort. {_text(key, 55)}. What do you notice first?"
+    return 200, f"I think {_text(key + 's', 18)}."
 
 
 def _physics_bank(out: Path, questions: int) -> Path:
@@ -98,13 +77,9 @@ def main() -> int:
     ap.add_argument("--turns", type=int, default=10)
     ap.add_argument("--keep", help="write the run here instead of a temporary folder")
     args = ap.parse_args()
-    import multiprocessing
-
-    ctx = multiprocessing.get_context("spawn")
-    port_in, port_out = ctx.Pipe(duplex=False)
-    server = ctx.Process(target=_serve, args=(port_out,), daemon=True)
-    server.start()
-    url = f"http://127.0.0.1:{port_in.recv()}/v1"
+    server = ChatServer(reply, backlog=2048, client_max_size=64 * 1024 * 1024,
+                        usage={"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20})
+    url = f"http://127.0.0.1:{server.start()}/v1"
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="edufair-lean-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
@@ -145,8 +120,7 @@ def main() -> int:
         print(f"  each turn's text occurs {sum(copies) / max(1, turns):.2f} times per line (over {turns} turns)")
         print(f"  lm_eval peak RSS: {peak_kb / 1024:.0f} MiB")
     finally:
-        server.terminate()
-        server.join(timeout=10)
+        server.stop()
     return 0
 
 

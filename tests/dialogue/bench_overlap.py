@@ -19,7 +19,7 @@ import os
 os.environ.setdefault("TQDM_DISABLE", "1")  # before tqdm is imported: the loop's bar is noise here
 
 import argparse
-import asyncio
+import functools
 import json
 import logging
 import time
@@ -31,71 +31,33 @@ from edufair_metrics.dialogue.state import DialogueState
 from edufair_metrics.lmeval import quiet_request_bars
 from edufair_metrics.lmeval.models import HarnessModel
 
+from tests.helpers.aio_chat import ChatServer
 from tests.helpers.fake_chat import JsonChatModel
 
 
 GEN = {"temperature": 0, "max_gen_toks": 64, "until": []}
 
 
-def _serve(role: str, latency_s: float, concurrency: int, port_out) -> None:
-    """Run the server until killed; sends the port it listens on through ``port_out``."""
-    from aiohttp import web
-
-    async def main() -> None:
-        slots = asyncio.Semaphore(concurrency)
-
-        async def chat(request: web.Request) -> web.Response:
-            body = await request.json()
-            async with slots:  # a server that works on `concurrency` requests at a time
-                await asyncio.sleep(latency_s)
-            n = len(body["messages"])
-            # deterministic, never states the gold: every dialogue runs to max_tutor_turns
-            text = f"{role} says turn {n}: let us think about step {n % 7}."
-            return web.json_response({"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"),
-                                      "choices": [{"index": 0, "finish_reason": "stop",
-                                                   "message": {"role": "assistant", "content": text}}]})
-
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", chat)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
-        await site.start()
-        port_out.send(site._server.sockets[0].getsockname()[1])
-        await asyncio.Event().wait()
-
-    asyncio.run(main())
+def reply(role: str, body: dict) -> tuple[int, str]:
+    n = len(body["messages"])
+    # deterministic, never states the gold: every dialogue runs to max_tutor_turns
+    return 200, f"{role} says turn {n}: let us think about step {n % 7}."
 
 
-class LatencyServer:
-    """An OpenAI-compatible chat server in its own process (aiohttp), which answers every request
-    after ``latency_s`` and works on at most ``concurrency`` requests at a time. Its own process,
-    so that serving takes no CPU (GIL) from the client being measured, as with a real server.
-    (``tests/helpers/fake_openai.py``'s stdlib server is too slow for timing: a listen backlog of
-    5 and Nagle's algorithm add up to seconds per call.)"""
+class LatencyServer(ChatServer):
+    """The benchmark server of one role (``tests/helpers/aio_chat.py``): answers every request
+    after ``latency_s``, at most ``concurrency`` requests at a time."""
 
     def __init__(self, role: str, latency_s: float, concurrency: int) -> None:
-        import multiprocessing
-
-        ctx = multiprocessing.get_context("spawn")
-        self.port_in, port_out = ctx.Pipe(duplex=False)
-        self.process = ctx.Process(target=_serve, args=(role, latency_s, concurrency, port_out), daemon=True)
-        self.port = 0
+        super().__init__(functools.partial(reply, role), latency_s=latency_s, concurrency=concurrency)
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def __enter__(self) -> "LatencyServer":
-        self.process.start()
-        if not self.port_in.poll(60):
-            raise RuntimeError("the latency server did not start")
-        self.port = self.port_in.recv()
+        super().__enter__()
         return self
-
-    def __exit__(self, *exc) -> None:
-        self.process.terminate()
-        self.process.join(timeout=10)
 
 
 def docs(n: int) -> list[dict]:

@@ -20,7 +20,7 @@ import os
 os.environ.setdefault("TQDM_DISABLE", "1")
 
 import argparse
-import asyncio
+import functools
 import hashlib
 import json
 import logging
@@ -33,6 +33,7 @@ from edufair_metrics.dialogue.state import DialogueState
 from edufair_metrics.lmeval import quiet_request_bars
 from edufair_metrics.lmeval.models import HarnessModel
 
+from tests.helpers.aio_chat import ChatServer
 from tests.helpers.fake_chat import JsonChatModel
 
 GEN = {"temperature": 0, "max_gen_toks": 64, "until": []}
@@ -43,53 +44,11 @@ def failing(messages: list[dict], rate: float) -> bool:
     return h < rate
 
 
-def _serve(latency_s: float, concurrency: int, rate: float, port_out) -> None:
-    from aiohttp import web
-
-    async def main() -> None:
-        slots = asyncio.Semaphore(concurrency)
-
-        async def chat(request: web.Request) -> web.Response:
-            body = await request.json()
-            async with slots:
-                await asyncio.sleep(latency_s)
-            if failing(body["messages"], rate):
-                return web.json_response({"error": {"message": "always failing"}}, status=500)
-            n = len(body["messages"])
-            text = f"tutor says turn {n}: let us think about step {n % 7}."
-            return web.json_response({"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"),
-                                      "choices": [{"index": 0, "finish_reason": "stop",
-                                                   "message": {"role": "assistant", "content": text}}]})
-
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", chat)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
-        await site.start()
-        port_out.send(site._server.sockets[0].getsockname()[1])
-        await asyncio.Event().wait()
-
-    asyncio.run(main())
-
-
-class Server:
-    def __init__(self, latency_s: float, concurrency: int, rate: float) -> None:
-        import multiprocessing
-
-        ctx = multiprocessing.get_context("spawn")
-        self.port_in, port_out = ctx.Pipe(duplex=False)
-        self.process = ctx.Process(target=_serve, args=(latency_s, concurrency, rate, port_out), daemon=True)
-
-    def __enter__(self) -> str:
-        self.process.start()
-        if not self.port_in.poll(60):
-            raise RuntimeError("the server did not start")
-        return f"http://127.0.0.1:{self.port_in.recv()}/v1/chat/completions"
-
-    def __exit__(self, *exc) -> None:
-        self.process.terminate()
-        self.process.join(timeout=10)
+def reply(rate: float, body: dict) -> tuple[int, str]:
+    if failing(body["messages"], rate):
+        return 500, "always failing"
+    n = len(body["messages"])
+    return 200, f"tutor says turn {n}: let us think about step {n % 7}."
 
 
 class Student(JsonChatModel):
@@ -130,7 +89,8 @@ def docs(n_questions: int, levels: int) -> list[dict]:
 def run(args, rate: float) -> dict:
     from lm_eval.models.openai_completions import LocalChatCompletion
 
-    with Server(args.latency, args.concurrency, rate) as url:
+    with ChatServer(functools.partial(reply, rate), latency_s=args.latency, concurrency=args.concurrency) as port:
+        url = f"http://127.0.0.1:{port}/v1/chat/completions"
         lm = LocalChatCompletion(model="fake-tutor", base_url=url, tokenized_requests=False,
                                  num_concurrent=args.concurrency, max_retries=3)
         model = Timed(HarnessModel(lm))

@@ -398,6 +398,23 @@ def _tentative_proposal(text: str, sentence: Sentence, m: _Mention) -> bool:
     return bool(_TENTATIVE_LEAD.match(lead)) and not _TENTATIVE_TAIL_BLOCK.search(tail) and len(_words(tail)) <= 3
 
 
+def _located_mentions(text: str, answer_forms: list[str], domain: str, question: str | None):
+    """The gold mentions of ``text`` in order (leftmost, longest first), each with the prepared text,
+    its sentence and clause and the question's content words: the walk both deciders make."""
+    if not text or not answer_forms:
+        return
+    prepared = _prepare(text)
+    mentions = sorted(_gold_mentions(prepared, answer_forms, domain), key=lambda m: (m.start, -m.end))
+    if not mentions:
+        return
+    sentences = split_sentences(prepared)
+    question_words = _content_words(question)
+    for m in mentions:
+        where = locate(sentences, m.start)
+        if where is not None:
+            yield prepared, m, where[0], where[1], question_words
+
+
 def find_stated_answer(
     text: str,
     answer_forms: list[str],
@@ -416,19 +433,7 @@ def find_stated_answer(
     42?") proposes it, and a count closing a declarative clause after a verb ("Carbon has four.")
     states it.
     """
-    if not text or not answer_forms:
-        return None
-    prepared = _prepare(text)
-    mentions = sorted(_gold_mentions(prepared, answer_forms, domain), key=lambda m: (m.start, -m.end))
-    if not mentions:
-        return None
-    sentences = split_sentences(prepared)
-    question_words = _content_words(question)
-    for m in mentions:
-        where = locate(sentences, m.start)
-        if where is None:
-            continue
-        sentence, clause = where
+    for prepared, m, sentence, clause, question_words in _located_mentions(text, answer_forms, domain, question):
         if clause.interrogative:
             if not allow_tentative:
                 continue
@@ -550,19 +555,7 @@ def find_offered_answer(
     """The first place where ``text`` *offers* the gold as the candidate to accept or check (a
     leading question, an invitation to try it; see the comment block above), or None. A mention
     that is stated (:func:`find_stated_answer`) is not looked at here: callers ask that first."""
-    if not text or not answer_forms:
-        return None
-    prepared = _prepare(text)
-    mentions = sorted(_gold_mentions(prepared, answer_forms, domain), key=lambda m: (m.start, -m.end))
-    if not mentions:
-        return None
-    sentences = split_sentences(prepared)
-    question_words = _content_words(question)
-    for m in mentions:
-        where = locate(sentences, m.start)
-        if where is None:
-            continue
-        sentence, clause = where
+    for prepared, m, sentence, clause, question_words in _located_mentions(text, answer_forms, domain, question):
         if clause.interrogative:
             interrogative = [c for c in sentence.clauses if c.interrogative]
             governing = [c for c in interrogative if c.start <= clause.start

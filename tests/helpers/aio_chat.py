@@ -1,0 +1,86 @@
+"""A fast OpenAI-compatible chat server in its own process (aiohttp), for the benchmarks: its own
+process so that serving takes no CPU (GIL) from the client being measured, as with a real server.
+(``fake_openai.py``'s stdlib server is too slow for timing: a listen backlog of 5 and Nagle's
+algorithm add up to seconds per call.)
+
+``reply(body) -> (status, text_or_error)`` is a module-level function (the process is spawned, so
+it travels by reference); each request waits ``latency_s`` under a semaphore of ``concurrency``
+slots (a server that works on that many requests at a time) before it is answered."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable
+
+Reply = Callable[[dict[str, Any]], tuple[int, str]]
+
+
+def completion(text: str, model: str | None, usage: dict[str, int] | None = None) -> dict[str, Any]:
+    """A chat completion response with one choice."""
+    out: dict[str, Any] = {"id": "x", "object": "chat.completion", "created": 0, "model": model,
+                           "choices": [{"index": 0, "finish_reason": "stop",
+                                        "message": {"role": "assistant", "content": text}}]}
+    if usage is not None:
+        out["usage"] = usage
+    return out
+
+
+def serve(reply: Reply, port_out, latency_s: float = 0.0, concurrency: int = 1 << 16, backlog: int = 1024,
+          client_max_size: int = 1024 ** 2, usage: dict[str, int] | None = None) -> None:
+    """Run the server until killed; sends the port it listens on through ``port_out``."""
+    from aiohttp import web
+
+    async def main() -> None:
+        slots = asyncio.Semaphore(concurrency)
+
+        async def chat(request: web.Request) -> web.Response:
+            body = await request.json()
+            if latency_s:
+                async with slots:
+                    await asyncio.sleep(latency_s)
+            status, text = reply(body)
+            if status != 200:
+                return web.json_response({"error": {"message": text}}, status=status)
+            return web.json_response(completion(text, body.get("model"), usage))
+
+        app = web.Application(client_max_size=client_max_size)
+        app.router.add_post("/v1/chat/completions", chat)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=backlog)
+        await site.start()
+        port_out.send(site._server.sockets[0].getsockname()[1])
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+class ChatServer:
+    """``with ChatServer(reply, latency_s=..., concurrency=...) as port:`` the server of
+    :func:`serve` in a spawned process, stopped on exit."""
+
+    def __init__(self, reply: Reply, **options: Any) -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        self.port_in, port_out = ctx.Pipe(duplex=False)
+        self.process = ctx.Process(target=serve, args=(reply, port_out), kwargs=options, daemon=True)
+        self.port = 0
+
+    def start(self) -> int:
+        """Start the process; returns the port it listens on."""
+        self.process.start()
+        if not self.port_in.poll(60):
+            raise RuntimeError("the chat server did not start")
+        self.port = self.port_in.recv()
+        return self.port
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.join(timeout=10)
+
+    def __enter__(self) -> int:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
