@@ -72,7 +72,7 @@ from edufair_metrics.protocol.matching import (
     parse_number,
     prepare_text,
 )
-from edufair_metrics.protocol.matching.numbers import SMALL_WORDS, TEENS, TENS
+from edufair_metrics.protocol.matching.numbers import word_numbers_in_text
 from edufair_metrics.records import DOMAINS
 
 __all__ = [
@@ -170,28 +170,12 @@ _IMPLIED = {"twice": 2, "double": 2, "doubles": 2, "doubled": 2, "half": 2, "hal
             "tripled": 3, "thrice": 3, "third": 3, "thirds": 3, "quarter": 4, "quarters": 4}
 _PERCENT = re.compile(r"%|\bper\s?cent\b", re.IGNORECASE)
 _PERCENT_GIVEN = re.compile(r"(\d+(?:\.\d+)?)\s*(?:%|per\s?cent\b)", re.IGNORECASE)
-_NUMBER_WORD = re.compile(
-    r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
-    r"seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:-[a-z]+)?\b", re.IGNORECASE)
-_UNITS = {w: n for w, n in SMALL_WORDS.items()}
 _MAX_PLACES = 4
 
 
 def _word_numbers(text: str) -> set[Fraction]:
-    """Number words of ``text`` ("nine", "twelve", "twenty-five")."""
-    out: set[Fraction] = set()
-    for w in (m.group().lower() for m in _NUMBER_WORD.finditer(text)):
-        parts = w.split("-")
-        if len(parts) == 1:
-            if w in _UNITS:
-                out.add(Fraction(_UNITS[w]))
-            elif w in TEENS:
-                out.add(Fraction(10 + TEENS.index(w)))
-            elif w in TENS[2:]:
-                out.add(Fraction(10 * TENS.index(w)))
-        elif len(parts) == 2 and parts[0] in TENS[2:] and parts[1] in _UNITS and _UNITS[parts[1]] < 10:
-            out.add(Fraction(10 * TENS.index(parts[0]) + _UNITS[parts[1]]))
-    return out
+    """Number words of ``text`` ("nine", "twelve", "twenty-five", "a hundred and twenty")."""
+    return set(word_numbers_in_text(text))
 
 
 def _terminating(v: Fraction) -> bool:

@@ -161,7 +161,7 @@ def stop_after_tutor_turn(state: DialogueState, max_tutor_turns: int) -> str | N
     student_at = student_index if student else None
 
     stated = find_stated_answer(tutor.text, forms, domain, question=question)
-    rejects = negates_answer(tutor.text, forms, domain)
+    rejects = negates_answer(tutor.text, forms, domain, question=question)
     if student is not None and not rejects:
         numeric = is_numeric_gold(forms, domain)
 

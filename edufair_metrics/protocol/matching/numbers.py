@@ -4,7 +4,10 @@
 * :func:`numbers_in_text`: every plain number token of a text;
 * :func:`number_spans`: where a text mentions one of a set of gold values: number tokens,
   scaled numbers ("14 thousand"), numbers with a glued unit ("3km"), fractions ("3/4",
-  ``\\frac{3}{4}``, only for a non-integer gold) and number words ("eighteen"; "two", "none").
+  ``\\frac{3}{4}``, only for a non-integer gold) and number words ("eighteen"; "two", "none";
+  "one hundred and twenty");
+* :func:`word_numbers_in_text`: the values of a text's number words ("nine", "twenty-five",
+  "a hundred and twenty").
 
 A number glued to a letter ("18th", "2x", "H2O") is not a number token; the minus sign is a sign
 only when it is not a binary operator ("20-3" is subtraction).
@@ -21,7 +24,7 @@ from fractions import Fraction
 
 __all__ = [
     "NONE_WORDS", "NumberSpan", "SMALL_WORDS", "TEENS", "TENS", "UNITS", "number_spans", "numbers_in_text",
-    "parse_number", "small_number_word",
+    "parse_number", "small_number_word", "word_numbers_in_text",
 ]
 
 # A number token: not glued to a word character or a decimal point on the left, not glued to a
@@ -64,6 +67,64 @@ def number_words(value: int) -> list[str]:
     if units == 0:
         return [TENS[tens]]
     return [TENS[tens] + r"[\s\-]+" + UNITS[units]]
+
+
+HUNDREDS_MAX = 999
+
+
+def _below_hundred(value: int) -> str:
+    """1..99 as one regex fragment."""
+    if value <= 10:
+        return small_number_word(value)
+    return "|".join(number_words(value))
+
+
+def hundreds_words(value: int) -> str:
+    """100..999 as a regex fragment: "(one|a) hundred (and) twenty[- ]five". A whole hundred
+    ("two hundred") must not continue with more number words ("two hundred and five")."""
+    hundreds, rest = divmod(value, 100)
+    head = r"(?:one|a)\s+hundred" if hundreds == 1 else small_number_word(hundreds) + r"\s+hundred"
+    if rest == 0:
+        return head + r"(?![\s\-]+(?:and\s+)?(?:" + "|".join(UNITS[1:] + TEENS + TENS[2:]) + r")\b)"
+    return head + r"(?:\s+and)?[\s\-]+(?:" + _below_hundred(rest) + ")"
+
+
+# Number words of a text: "twenty-five", "a hundred and twenty", "nine".
+_WORD_VALUE = {w: i for i, w in enumerate(UNITS)} | {w: 10 + i for i, w in enumerate(TEENS)} | {
+    w: 10 * i for i, w in enumerate(TENS) if w}
+_WORD_ALT = "|".join(sorted(_WORD_VALUE, key=len, reverse=True))
+_WORD_NUMBER_RE = re.compile(
+    rf"(?<![\w-])(?:(?P<h>{_WORD_ALT}|a)\s+hundred(?:(?:\s+and)?[\s\-]+(?P<hr>(?:{_WORD_ALT})(?:-(?:{_WORD_ALT}))?))?"
+    rf"|(?P<w>(?:{_WORD_ALT})(?:-(?:{_WORD_ALT}))?))(?![\w-])",
+    re.IGNORECASE,
+)
+
+
+def _compound_value(word: str) -> int | None:
+    """ "twenty-five" -> 25, "nine" -> 9; None for "five-six" and the like."""
+    parts = word.lower().split("-")
+    if len(parts) == 1:
+        return _WORD_VALUE.get(parts[0])
+    tens, unit = (_WORD_VALUE.get(p) for p in parts)
+    if parts[0] in TENS and parts[1] in UNITS[1:]:
+        return tens + unit  # type: ignore[operator]
+    return None
+
+
+def word_numbers_in_text(text: str) -> list[Fraction]:
+    """The values of the number words of ``text``, in order ("nine", "twelve", "twenty-five",
+    "a hundred and twenty", "three hundred")."""
+    out = []
+    for m in _WORD_NUMBER_RE.finditer(text):
+        if m.group("w"):
+            v = _compound_value(m.group("w"))
+        else:
+            head = 1 if m.group("h").lower() == "a" else _WORD_VALUE.get(m.group("h").lower())
+            rest = _compound_value(m.group("hr")) if m.group("hr") else 0
+            v = None if head is None or not 1 <= head <= 9 or rest is None or rest > 99 else head * 100 + rest
+        if v is not None:
+            out.append(Fraction(v))
+    return out
 
 
 def small_number_word(n: int) -> str:
@@ -140,16 +201,19 @@ def number_spans(text: str, golds: frozenset[Fraction], *, zero_as_none: bool = 
         if int(den) != 0 and Fraction(int(num), int(den)) in non_integer:
             out.append(NumberSpan(m.start(), m.end()))
     for g in golds:
-        if g.denominator != 1 or abs(g.numerator) > WORD_MAX:
+        if g.denominator != 1 or abs(g.numerator) > HUNDREDS_MAX:
             continue
         n = abs(g.numerator)
-        if n >= WORD_MIN:
+        if n > WORD_MAX:
+            words, small = hundreds_words(n), False
+        elif n >= WORD_MIN:
             words, small = "|".join(number_words(n)), False
         else:
             words, small = small_number_word(n), True
             if n == 0 and zero_as_none:
                 words = "none|zero"
         neg = r"(?:negative|minus)\s+" if g < 0 else r"(?<!negative )(?<!minus )"
-        for m in re.finditer(rf"(?<![\w-]){neg}(?:{words})(?![\w-])", text, re.IGNORECASE):
+        # "twenty" inside "one hundred twenty" is not 20
+        for m in re.finditer(rf"(?<![\w-])(?<!hundred )(?<!hundred and ){neg}(?:{words})(?![\w-])(?!\s+hundred\b)", text, re.IGNORECASE):
             out.append(NumberSpan(m.start(), m.end(), small))
     return out

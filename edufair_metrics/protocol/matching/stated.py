@@ -33,7 +33,14 @@ __all__ = [
 #   or a tag ("So it's 42, right?", "42 - can you explain why?") still states it;
 # * it is negated or only compared: "not", "n't", "never", "rather than", "instead of", "than"...
 #   up to four words before it in its clause ("it's not 42", "not X but Y"), or a negative
-#   predicate right after it ("42 isn't right", "42 is too high");
+#   predicate right after it ("42 isn't right", "42 is too high"). Except where the negation is
+#   the content: when the question asks for what is *not* so ("... without changing its what?",
+#   "what aspect of the force does not change?", "he doesn't have what?"), a gold that is the
+#   contrasted term of "X but not Y" / "X, not Y" ("It changes the direction but not its
+#   magnitude.") or the object of a negated verb ("it does not change its magnitude", "without
+#   changing the magnitude") is stated. An identity negation ("It's not the magnitude", "No, not
+#   the magnitude") still rejects it, and in a question that does not ask for what is not so the
+#   contrasted term is negated as before;
 # * it is hypothetical or reported: "if", "whether", "suppose", "you said", "you think" earlier in
 #   its clause;
 # * it is one side of an alternative ("42 or 24", "either X or Y");
@@ -61,7 +68,11 @@ __all__ = [
 # * a weak mention that closes a declarative clause also states it after a predicate verb
 #   ("Carbon has four.", "Each friend gets two.", "I counted three.", "I'd say 2."), after
 #   hedging adverbs only ("Definitely three."), with a trailing hedge ("There are two I think.")
-#   or as the whole set ("two of them"; "none of ..." still never counts). A preposition,
+#   or as the whole set ("two of them"; "none of ..." still never counts), and a count of a noun
+#   after such a verb states it too, whichever noun the question uses ("The first shell holds two
+#   electrons.", "DNA has two strands.", "It has eight long legs in all."): one to three words of
+#   a noun phrase, then at most a prepositional phrase, no other number, conjunction or verb of
+#   a longer computation ("eight legs and two eyes" states nothing). A preposition,
 #   determiner or label before the number ("divided it by two", "into two", "group two") never
 #   qualifies, and steps and operands are discarded as for the tutor. The tutor's side keeps the
 #   stricter frame: its prose counts many things ("Hydrogen has one, oxygen has two."), and a tutor
@@ -267,11 +278,22 @@ _PREDICATE_VERBS = _COPULA | frozenset(
     "has have had gets get got needs need needed make made give gave contains contain contained holds hold "
     "held forms form formed shares share shared count counted counts find found see saw say said fills fill "
     "filled takes take took uses use used gains gain gained loses lose lost carries carry keeps keep kept "
-    "produces produce produced becomes become became remains remain reaches reach".split()
+    "produces produce produced becomes become became remains remain reaches reach feels feel felt "
+    "experiences experience experienced receives receive received includes include included plants plant "
+    "planted buys buy bought eats eat ate reads read sells sell sold owns own".split()
 )
 _STUDENT_HEDGES = frozenset(
     "definitely surely certainly clearly obviously honestly basically pretty sure totally i'd i'll "
-    "i'm say".split()
+    "i'm say mean".split()
+)
+# A counted noun phrase after a student's count ("two electrons", "eight long legs"): up to three
+# words, then at most a prepositional phrase ("in the first shell", "at once"); none of these
+# words may continue a computation or a list.
+_COUNT_NP_MAX = 3
+_PREPOSITIONS = frozenset("in on at inside within around per for from into each altogether".split())
+_NOT_IN_COUNTED_NP = frozenset(
+    "and or but because so then than plus minus times divided multiplied more less left over is are was were "
+    "to by if when which that not no too".split()
 )
 _STUDENT_TAIL = frozenset("i think guess believe suppose reckon maybe probably perhaps each left altogether".split())
 _WHOLE_SET = frozenset("them these those".split())
@@ -314,17 +336,34 @@ def _has_answer_frame(text: str, clause: Clause, m: _Mention, question_words: fr
     if after and after[0] in question_words:
         before = _words(prefix)
         return not before or before[-1] not in _NOT_BEFORE_COUNT
+    before = _words(prefix)
+    if student and after and not all(w in _TRAILING_FILLER for w in after):
+        # "The first shell holds two electrons.": a counted noun after a predicate verb
+        return _counted_noun_phrase(after) and bool(before) and _after_predicate(before)
     if not all(w in _TRAILING_FILLER for w in after):
         return False
-    before = _words(prefix)
     # "It's two.", "There are two." (only fillers before), or "The work done is zero." (a copula
     # right before a clause-final number).
     if all(w in _FILLER for w in before) or (bool(before) and before[-1] in _COPULA):
         return True
     if not student:
         return False
+    return _after_predicate(before)
+
+
+def _after_predicate(before: list[str]) -> bool:
+    """(student) Only fillers and hedges before the count, or a predicate verb right before it."""
     core = [w for w in before if w not in _STUDENT_HEDGES]
     return all(w in _FILLER for w in core) or core[-1] in _PREDICATE_VERBS
+
+
+def _counted_noun_phrase(after: list[str]) -> bool:
+    """The words after a count are a short noun phrase, then at most a prepositional phrase."""
+    cut = next((i for i, w in enumerate(after) if w in _PREPOSITIONS), len(after))
+    if not 1 <= cut <= _COUNT_NP_MAX or len(after) - cut > 6:
+        return False
+    return not any(w in _NOT_IN_COUNTED_NP or w.isdigit() or w in SMALL_WORDS or w in TEENS or w in TENS[2:]
+                   for w in after)
 
 
 _RANGE_BEFORE = re.compile(r"(?:\b(?:from|between)\s+\S+\s+(?:to|and)|\d\s*(?:to|-)|\bout\s+of|\bscale\s+of)\s*$",
@@ -342,12 +381,58 @@ def _list_marker(text: str, m: _Mention) -> bool:
     return len(_LINE_MARKER.findall(text)) >= 2
 
 
-def _discarded(text: str, clause: Clause, m: _Mention, question_words: frozenset[str] = frozenset()) -> bool:
+# The question asks for what is *not* so: a negation in its last sentence ("without changing its
+# what?", "what aspect does not change?", "they lack what?").
+_NEGATIVE_QUESTION = re.compile(r"\b(?:not|never|without|cannot|lacks?|lacking)\b|n't\b", re.IGNORECASE)
+_DETERMINERS = r"(?:(?:its|the|their|his|her|a|an|any|enough|much)\s+){0,3}"
+# "X but not Y", "X, not Y": the clause is the contrasted term after "not".
+_CONTRASTED = re.compile(rf"^\W*(?:(?:but|and|yet)\s+)?not\s+{_DETERMINERS}$", re.IGNORECASE)
+# "does not change its magnitude", "without changing the magnitude": the object of a negated verb
+# (not a copula or a verb of saying, which negate an identity: "that doesn't mean magnitude").
+_NEGATED_VERB = re.compile(
+    r"(?:\b(?:do|does|did|will|would|can|could|may|might|should|must)\s+not|\b(?:don't|doesn't|didn't|won't|"
+    r"wouldn't|can't|couldn't|cannot|mustn't|shouldn't|never)|\bwithout)\s+"
+    r"(?!(?:be|being|been|seem|seems|look|looks|sound|sounds|mean|means|equal|equals|say|think|call|matter)\b)"
+    rf"[a-z]+\s+{_DETERMINERS}$",
+    re.IGNORECASE,
+)
+# An earlier clause that rejects or only fills ("No, not the magnitude.") is no contrast.
+_REJECTING_CLAUSE = re.compile(r"^\W*(?:no|nope|not|wrong|incorrect|hmm+|um+|well|okay|ok|so|sorry)\W*$", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=4096)
+def _asks_for_what_is_not(question: str | None) -> bool:
+    """The question's last sentence is negated: it asks for what is not so."""
+    if not question:
+        return False
+    prepared = _prepare(question)
+    sentences = split_sentences(prepared)
+    return bool(sentences) and bool(_NEGATIVE_QUESTION.search(prepared[sentences[-1].start:sentences[-1].end]))
+
+
+def _negation_is_content(text: str, sentence: Sentence, clause: Clause, m: _Mention) -> bool:
+    """(a question asking for what is not so) The gold is the contrasted term of "X but not Y" /
+    "X, not Y" after an affirmative clause, or the object of a negated verb."""
+    prefix = text[clause.start:m.start]
+    if _NEGATIVE_AFTER.match(text[m.end:clause.end]):
+        return False
+    if _NEGATED_VERB.search(prefix):
+        return True
+    if not _CONTRASTED.match(prefix):
+        return False
+    earlier = [c for c in sentence.clauses if c.end <= clause.start and _words(text[c.start:c.end])]
+    return bool(earlier) and len(_words(text[earlier[-1].start:earlier[-1].end])) >= 2 and not any(
+        _REJECTING_CLAUSE.match(text[c.start:c.end]) for c in earlier)
+
+
+def _discarded(text: str, clause: Clause, m: _Mention, question_words: frozenset[str] = frozenset(), *,
+               sentence: Sentence | None = None, negative_question: bool = False) -> bool:
     """True when the mention is negated, hypothetical, an alternative, a step number or an operand."""
     prefix, suffix = text[clause.start:m.start], text[m.end:clause.end]
     window = " ".join(_WORD.findall(prefix)[-4:])
     if _NEGATOR.search(window) or _NEGATIVE_AFTER.match(suffix):
-        return True
+        if not (negative_question and sentence is not None and _negation_is_content(text, sentence, clause, m)):
+            return True
     if _HYPOTHETICAL.search(prefix):
         return True
     if _ALTERNATIVE_BEFORE.search(prefix) or _ALTERNATIVE_AFTER.match(suffix):
@@ -446,7 +531,8 @@ def find_stated_answer(
             if not _declarative_form(prepared, sentence):
                 continue
             # "So each lap is 3 km?": a statement with a question mark, judged as a statement.
-        if _discarded(prepared, clause, m, question_words):
+        if _discarded(prepared, clause, m, question_words, sentence=sentence,
+                      negative_question=_asks_for_what_is_not(question)):
             continue
         if m.weak and not _has_answer_frame(prepared, clause, m, question_words, student=allow_tentative):
             continue
@@ -608,16 +694,22 @@ def gold_mentioned(text: str, answer_forms: list[str], domain: str) -> bool:
     return bool(text and answer_forms and _gold_mentions(_prepare(text), answer_forms, domain))
 
 
-def negates_answer(text: str, answer_forms: list[str], domain: str) -> bool:
-    """True when ``text`` mentions the gold only to reject it ("42 isn't right", "not gravity")."""
+def negates_answer(text: str, answer_forms: list[str], domain: str, *, question: str | None = None) -> bool:
+    """True when ``text`` mentions the gold only to reject it ("42 isn't right", "not gravity").
+    With ``question``: a negation that is the content of a question asking for what is not so
+    ("It changes the direction but not its magnitude.", see the comment block above) rejects
+    nothing."""
     prepared = _prepare(text)
     sentences = split_sentences(prepared)
+    negative_question = _asks_for_what_is_not(question)
     for m in _gold_mentions(prepared, answer_forms, domain):
         where = locate(sentences, m.start)
         if where is None or where[1].interrogative:
             continue
-        clause = where[1]
+        sentence, clause = where
         prefix, suffix = prepared[clause.start:m.start], prepared[m.end:clause.end]
         if _NEGATOR.search(" ".join(_WORD.findall(prefix)[-4:])) or _NEGATIVE_AFTER.match(suffix):
+            if negative_question and _negation_is_content(prepared, sentence, clause, m):
+                continue
             return True
     return False
