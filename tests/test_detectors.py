@@ -69,15 +69,51 @@ def test_a_gold_the_student_stated_is_a_confirmation_not_a_leak():
         h = [("question", Q), ("student", student)]
         assert leaks_answer(tutor, ["18"], "mathematics", history=h), student
         assert not confirms_answer(tutor, ["18"], "mathematics", history=h), student
-    # any earlier student turn counts, and the tutor's own earlier turns do not
+    # the student's latest answer counts (not any earlier one), and the tutor's own turns do not
     long = [("question", Q), ("student", "18?"), ("tutor", "How did you get that?"), ("student", "maybe 20")]
-    assert not leaks_answer("You had 18 before: 9 x 2 = 18.", ["18"], "mathematics", history=long)
+    assert leaks_answer("You had 18 before: 9 x 2 = 18.", ["18"], "mathematics", history=long)
+    explained = long[:3] + [("student", "I did 9 times 2.")]  # no answer in the latest turn: 18 stands
+    assert not leaks_answer("Yes: 9 x 2 = 18.", ["18"], "mathematics", history=explained)
     tutor_only = [("question", Q), ("student", "11"), ("tutor", "So it is 18.")]
     assert leaks_answer("Yes, 18.", ["18"], "mathematics", history=tutor_only)
     # science phrase golds; Turn objects are accepted as history too
     turns = [Turn("question", "What pulls objects down?"), Turn("student", "gravity?")]
     assert not leaks_answer("Gravity, yes. Why?", ["gravity"], "physics", history=turns)
     assert leaks_answer("Gravity, yes. Why?", ["gravity"], "physics", history=[("student", "friction")])
+
+
+TRIP = ("Mia walks 30 minutes on Monday, 15 on Tuesday and 45 on Wednesday. How many minutes does she walk from "
+        "Monday to Wednesday?")
+
+
+@pytest.mark.parametrize("student, leak", [
+    # the gold as a step of the working, then another answer: the tutor's statement reveals it
+    ("30 + 15 + 45 = 90, and 90 + 45 = 135. The answer is 135.", True),
+    ("First I get 30 + 15 + 45 = 90, then I add Thursday, so 135.", True),
+    ("30 + 15 = 45, 45 + 45 = 90, 90 x 2 = 180 minutes.", True),  # a wrong computation containing it
+    ("Wait, no. 30 + 15 + 45 = 90, 90 x 2 = 180.", True),
+    ("I think it's 135. Oh wait, 30 + 15 + 45 = 90.", False),  # a revision: the latest sentence counts
+    # the gold as the answer: the tutor confirms it
+    ("30 + 15 + 45 = 90.", False),
+    ("The answer is 90, because 30 + 15 = 45 and 45 + 45 = 90.", False),
+    ("The answer is 90. First 30 + 15 = 45, then I add 45.", False),
+    ("90 minutes?", False),
+    ("It's not 90, it's 135.", True),
+])
+def test_the_history_reads_the_students_answer_not_every_number(student, leak):
+    history = [("question", TRIP), ("student", student)]
+    tutor = "So the total should be 30 + 15 + 45 = 90."
+    assert leaks_answer(tutor, ["90"], "mathematics", history=history) is leak
+    assert confirms_answer(tutor, ["90"], "mathematics", history=history) is (not leak)
+
+
+def test_a_quantity_of_the_question_is_an_answer_only_when_computed():
+    shares = "Eva has 48 candies and shares them among 6 friends. How many candies does each friend get?"
+    tutor = "Each friend gets 48 / 6 = 8 candies."
+    read_off = [("question", shares), ("student", "48 / 6 = 8. There are 6 friends.")]
+    assert not leaks_answer(tutor, ["8"], "mathematics", history=read_off)  # 6 read off the problem
+    computed = [("question", shares), ("student", "48 / 6 = 8, then 8 - 2 = 6 candies.")]
+    assert leaks_answer(tutor, ["8"], "mathematics", history=computed)  # 6 computed: the student's answer
 
 
 @pytest.mark.parametrize("text, rule", [

@@ -63,10 +63,12 @@ from edufair_metrics.errors import EduFairError
 from edufair_metrics.protocol.matching import (
     NUMERIC_DOMAINS,
     AnswerMatch,
+    find_given_answer,
     find_offered_answer,
     find_stated_answer,
     gold_mentioned,
     is_numeric_gold,
+    negates_answer,
     numbers_in_text,
     offered_for_checking,
     parse_number,
@@ -106,17 +108,38 @@ def _question(question: str | None, history: list[tuple[str, str]]) -> str | Non
 
 @functools.lru_cache(maxsize=1 << 16)
 def _student_states(text: str, forms: tuple[str, ...], domain: str, question: str | None) -> bool:
+    """The student turn states one of ``forms`` anywhere (an intermediate value, see partial_reveal)."""
     return _mentioned(text, forms, domain) and find_stated_answer(text, list(forms), domain, question=question,
                                                                   allow_tentative=True) is not None
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _answer_of(text: str, forms: tuple[str, ...], domain: str, question: str | None) -> bool | None:
+    """The student turn's answer is the gold (True), another value or a rejected gold (False), or
+    the turn gives no answer (None)."""
+    given = find_given_answer(text, list(forms), domain, question=question)
+    if given is not None:
+        return given.gold
+    return False if _mentioned(text, forms, domain) and negates_answer(text, list(forms), domain,
+                                                                       question=question) else None
+
+
 def student_stated(answer_forms: Sequence[str], history: Iterable[Any] | None, domain: str, *,
                    question: str | None = None) -> bool:
-    """True when an earlier student turn of ``history`` states one of ``answer_forms``."""
+    """True when the student's latest answer in ``history`` is the gold: the last student turn
+    that gives an answer (:func:`~edufair_metrics.protocol.matching.find_given_answer`) or rejects
+    the gold gives it as its answer, not only as a step, an operand or a quantity of the problem."""
     pairs = history_pairs(history)
     q = _question(question, pairs)
     forms = tuple(answer_forms or ())
-    return bool(forms) and any(_student_states(t, forms, domain, q) for r, t in pairs if r == "student")
+    if not forms:
+        return False
+    for role, text in reversed(pairs):
+        if role == "student":
+            answer = _answer_of(text, forms, domain, q)
+            if answer is not None:
+                return answer
+    return False
 
 
 def _stated(text: str, forms: list[str], domain: str, question: str | None) -> AnswerMatch | None:

@@ -28,6 +28,7 @@ from typing import Callable
 
 from edufair_metrics.dialogue.state import DialogueState, StopEvidence
 from edufair_metrics.protocol.matching import (
+    find_given_answer,
     find_stated_answer,
     gold_mentioned,
     is_numeric_gold,
@@ -155,8 +156,8 @@ def stop_after_tutor_turn(state: DialogueState, max_tutor_turns: int) -> str | N
     student_index = next((i for i in range(tutor_index - 1, -1, -1) if state.turns[i].role == "student"), None)
     student = None
     if student_index is not None:
-        student = find_stated_answer(state.turns[student_index].text, forms, domain, question=question,
-                                     allow_tentative=True)
+        given = find_given_answer(state.turns[student_index].text, forms, domain, question=question)
+        student = given.match if given is not None and given.gold else None
     student_span = student.text if student else None
     student_at = student_index if student else None
 

@@ -7,6 +7,8 @@
   rule of paper §3.2 and the leakage detector) and the span helpers of the stop rule;
   :func:`find_offered_answer` (the gold offered in a leading question or for checking: the
   partial-reveal detector's, never the stop rule's).
+* :mod:`.answer` — :func:`find_given_answer` (which value a student turn gives *as its answer*,
+  not as a step: the stop rule's confirmation and the leak detector's history).
 * :mod:`.numbers` — number parsing, number tokens and number words (the shared scanners).
 * :mod:`.phrases` — science phrase scanners (plural/singular variants).
 * :mod:`.sentences` — the one sentence and clause splitter of the stop decision.
@@ -14,6 +16,7 @@
 Both matchers are deliberately simple and documented, so that their behaviour is predictable.
 """
 
+from edufair_metrics.protocol.matching.answer import GivenAnswer, find_given_answer
 from edufair_metrics.protocol.matching.mention import NUMERIC_DOMAINS, mentions_answer, normalize_answer
 from edufair_metrics.protocol.matching.numbers import numbers_in_text, parse_number
 from edufair_metrics.protocol.matching.sentences import Clause, Sentence, locate, split_sentences
@@ -32,9 +35,11 @@ from edufair_metrics.protocol.matching.stated import (
 __all__ = [
     "AnswerMatch",
     "Clause",
+    "GivenAnswer",
     "NUMERIC_DOMAINS",
     "Sentence",
     "asked_at",
+    "find_given_answer",
     "find_offered_answer",
     "find_stated_answer",
     "gold_mentioned",

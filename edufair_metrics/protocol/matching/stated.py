@@ -69,8 +69,9 @@ __all__ = [
 #   ("Carbon has four.", "Each friend gets two.", "I counted three.", "I'd say 2."), after
 #   hedging adverbs only ("Definitely three."), with a trailing hedge ("There are two I think.")
 #   or as the whole set ("two of them"; "none of ..." still never counts), and a count of a noun
-#   after such a verb states it too, whichever noun the question uses ("The first shell holds two
-#   electrons.", "DNA has two strands.", "It has eight long legs in all."): one to three words of
+#   right after such a verb (not a copula: "There are two protons." only lists) states it too,
+#   whichever noun the question uses ("The first shell holds two electrons.", "DNA has two
+#   strands.", "It has eight long legs in all."): one to three words of
 #   a noun phrase, then at most a prepositional phrase, no other number, conjunction or verb of
 #   a longer computation ("eight legs and two eyes" states nothing). A preposition,
 #   determiner or label before the number ("divided it by two", "into two", "group two") never
@@ -339,7 +340,9 @@ def _has_answer_frame(text: str, clause: Clause, m: _Mention, question_words: fr
     before = _words(prefix)
     if student and after and not all(w in _TRAILING_FILLER for w in after):
         # "The first shell holds two electrons.": a counted noun after a predicate verb
-        return _counted_noun_phrase(after) and bool(before) and _after_predicate(before)
+        # (a verb of having or counting, not a copula: "There are two protons." lists, it does not answer)
+        core = [w for w in before if w not in _STUDENT_HEDGES]
+        return _counted_noun_phrase(after) and bool(core) and core[-1] in _PREDICATE_VERBS - _COPULA
     if not all(w in _TRAILING_FILLER for w in after):
         return False
     # "It's two.", "There are two." (only fillers before), or "The work done is zero." (a copula
