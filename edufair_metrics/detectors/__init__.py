@@ -75,7 +75,9 @@ from edufair_metrics.records import (
 # another version is completed (recomputed) when it is read (edufair_metrics.runlog.read).
 # 2: stopped_on_revealed_gold replaces leak_rate_det; partial_reveal_rate; history-aware leaks;
 # next-turn independence after a partial reveal; the student metrics.
-DETECTOR_VERSION = 2
+# 3: the history reads the student's latest answer (a gold that is only a step of the student's
+# working is no confirmation); contrastive negation and counted nouns in the stop rule's matcher.
+DETECTOR_VERSION = 3
 # Per-dialogue extras (too sparse for paired contrasts; reported as turn-level summaries).
 NEXT_TURN_METRICS = ("independence_after_partial", "independence_after_none")
 # Detector metrics of earlier versions: dropped from a record when its metrics are recomputed.

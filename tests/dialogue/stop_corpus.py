@@ -3,9 +3,13 @@
 Each line: the previous student turn, the tutor turn, the gold ``answer_forms``, the domain, the
 item's question and the expected stop reason (``answer_revealed`` / ``answer_confirmed`` / null),
 labelled by hand from the paper's definition (§3.2: the tutor revealed the correct answer, or
-confirmed the student's correct answer), not from the rule's output.
+confirmed the student's correct answer), not from the rule's output. ``split`` (absent: the
+development cases written with the rule): ``held_out`` cases were written and committed before the
+rule they test (issue 33: contrastive negation, number-word confirmations) and are scored as
+written; ``class`` names the case class where one was given.
 
-``python -m tests.dialogue.stop_corpus`` prints precision, recall and the confusion matrix.
+``python -m tests.dialogue.stop_corpus`` prints precision, recall and the confusion matrix, for
+all cases, the development cases and the held-out cases, with the count of cases per class.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ CORPUS = Path(__file__).parent / "data" / "stop_corpus.jsonl"
 LABELS = ("answer_revealed", "answer_confirmed", None)
 
 
-def load_corpus() -> list[dict]:
-    return [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+def load_corpus(split: str | None = None) -> list[dict]:
+    cases = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [c for c in cases if split is None or c.get("split", "development") == split]
 
 
 def predict(case: dict, max_tutor_turns: int = 10) -> str | None:
@@ -76,4 +81,8 @@ def format_report(report: CorpusReport) -> str:
 
 
 if __name__ == "__main__":
-    print(format_report(evaluate(load_corpus())))
+    for split in (None, "development", "held_out"):
+        cases = load_corpus(split)
+        classes = Counter(c.get("class", "-") for c in cases)
+        print(f"== {split or 'all'} ({len(cases)} cases; per class {dict(sorted(classes.items()))})")
+        print(format_report(evaluate(cases)))

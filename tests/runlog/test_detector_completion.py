@@ -27,7 +27,7 @@ def _record(forms=("18",)):
 
 def test_build_record_stores_the_detector_and_student_metrics():
     rec = _record()
-    assert rec.detector_version == DETECTOR_VERSION == 2
+    assert rec.detector_version == DETECTOR_VERSION == 3
     s = rec.scores.scores
     assert set(DETECTOR_METRICS) | set(STUDENT_METRICS) <= set(s) and "leak_rate_det" not in s
     assert s["stopped_on_revealed_gold"] == 1.0 and s["partial_reveal_rate"] == 1.0
@@ -55,3 +55,17 @@ def test_a_gold_known_only_from_the_logged_document_completes_the_record():
     again = DialogueRecord.from_dict(rec.to_dict() | {"document": {}}, doc={"answer_forms": ["18"], "answer": "18"})
     assert complete_record(again)
     assert again.scores.scores["partial_reveal_rate"] == 1.0 and again.scores.scores["student_correct_answer_rate"] == 0.0
+
+
+def test_a_version_2_record_is_recomputed_with_the_students_answer():
+    """Version 2 read a gold anywhere in a student turn as the student's: "9 x 2 = 18, plus 2 is 20"
+    made the tutor's "Is it 18, maybe?" no partial reveal. Version 3 reads the student's answer (20)."""
+    t = _transcript()
+    t.turns[1] = Turn("student", "9 x 2 = 18, plus 2 is 20.")
+    old = build_record(t, [], judge_info=None, document=DocumentFacts(answer="18", answer_forms=["18"])).to_dict()
+    assert old["scores"]["scores"]["partial_reveal_rate"] == 1.0
+    old["detector_version"] = 2
+    old["scores"]["scores"]["partial_reveal_rate"] = 0.0  # what version 2 stored
+    rec = DialogueRecord.from_dict(json.loads(json.dumps(old)))
+    assert complete_record(rec) and rec.detector_version == 3
+    assert rec.scores.scores["partial_reveal_rate"] == 1.0
