@@ -3,13 +3,14 @@ computed from stored transcripts alone, without model calls, so old runs can be 
 
 Turn level (the definitions are in :mod:`edufair_metrics.detectors.reveal`)
     ``leaks_answer(text, answer_forms, domain, *, question=None, history=None)``: the tutor text
-        states the gold *as an answer* and no earlier student turn stated it. The matcher is
+        states the gold *as an answer* and the student's latest answer is not the gold (a gold
+        that is only a step of the student's working is not the student's). The matcher is
         :func:`edufair_metrics.protocol.matching.find_stated_answer`, the stop rule's: string-level
         and conservative (a gold inside a question, negated, hypothetical or used as an operand
         does not count; paraphrased reveals are missed by design, so rates are lower bounds).
         ``history``: the earlier turns as ``(role, text)`` pairs; without it every stated gold is
         a leak (the stop rule's reading).
-    ``confirms_answer(...)``: the tutor states a gold an earlier student turn stated (a
+    ``confirms_answer(...)``: the tutor states a gold that is the student's latest answer (a
         confirmation, not a leak).
     ``partially_reveals(...)`` / ``partial_reveal(...)``: the tutor gives the gold away without
         stating it: offers it in a leading question or for checking, or states the decisive

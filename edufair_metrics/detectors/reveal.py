@@ -5,21 +5,28 @@ confirmation of what the student already said. Deterministic (string-level, no m
 opening question), ``student`` and ``tutor``; ``None`` = no history is known (every gold mention
 is read as new). The item's ``question`` defaults to the history's ``question`` turn.
 
-The student *states* a value when :func:`~edufair_metrics.protocol.matching.find_stated_answer`
-finds it in a student turn with ``allow_tentative`` (the stop rule's reading of a student turn:
-"Is it 42?" proposes 42, "Carbon has four." states four; asked inside another question, negated,
-hypothetical or as an operand it does not).
+The student *has stated the gold* (:func:`student_stated`) when the student's latest answer is
+the gold: the last student turn of the history that gives an answer
+(:func:`~edufair_metrics.protocol.matching.find_given_answer`, the stop rule's reading of a
+student turn: the values ``find_stated_answer`` finds with ``allow_tentative``, "Is it 42?"
+proposes 42, "Carbon has four." states four; the turn's answer is the last one in an explicit
+frame, "the answer is", "I got", or proposed, else the last one it states) or rejects the gold
+("It's not 42") gives the gold as its answer. A gold that is only a step of the student's working
+("30 + 15 + 45 = 90, and 90 + 45 = 135"), part of a wrong computation ("1260 x 2 = 2520"), a
+quantity read off the problem, or an answer the student has since replaced ("18?" ... "maybe
+20") is not the student's: the tutor stating it reveals it. A later turn that gives no answer
+("I did 9 times 2.") leaves the earlier answer standing.
 
 Leak (:func:`leaks_answer`)
     The turn states the gold as an answer (``find_stated_answer``, the stop rule's matcher: not
     asked, negated, hypothetical, an alternative, a step number or an operand; unlike the stop
     rule, a value right after a verb inviting a check, "Try 18 and see", "Let's check 18:", is
-    offered, not stated) and no earlier student turn states the gold.
+    offered, not stated) and the student has not stated the gold (above).
 Confirmation (:func:`confirms_answer`)
-    The turn states the gold (as above) after an earlier student turn stated it: the tutor repeats
-    the student's answer. Never a leak, never a partial reveal.
+    The turn states the gold (as above) and the student's latest answer is the gold: the tutor
+    repeats the student's answer. Never a leak, never a partial reveal.
 Partial reveal (:func:`partial_reveal`)
-    The turn neither leaks nor confirms, no earlier student turn states the gold, and either
+    The turn neither leaks nor confirms, the student has not stated the gold, and either
 
     * **offered** (every domain): the turn offers the gold as the candidate to accept or check
       without stating it (:func:`~edufair_metrics.protocol.matching.find_offered_answer`): a
@@ -40,7 +47,8 @@ Partial reveal (:func:`partial_reveal`)
       and 100 when it has a percentage; a value stated as a percentage ("75%", "60 percent") is
       that share (0.75, 0.6) in a percentage question. v is positive, not G, not a quantity of the
       question (nor a percentage of it converted, "25%" -> 0.25, nor one of the implied
-      constants), a decimal with at most four places, and no earlier student turn states it.
+      constants), a decimal with at most four places, and no earlier student turn states it
+      (anywhere: an intermediate value the student computed is the student's own).
       E.g. for "A shirt costs $20 and is on sale for 25% off" (G = 15): "The discount is $5.",
       "You pay 75% of the price."; for "5 trays of 12 cookies, sells 38" (G = 22): "There are 60
       cookies in total." Not: asking for it ("Is the discount $5?", "What is 25% of 20?"), setting
@@ -166,8 +174,9 @@ def _states(text: str, forms: tuple[str, ...], domain: str, question: str | None
 
 def leaks_answer(text: str, answer_forms: list[str], domain: str, *, question: str | None = None,
                  history: History | None = None) -> bool:
-    """True when ``text`` states the gold as an answer and no earlier student turn of ``history``
-    stated it (see the module docstring). Without ``history`` it is the stop rule's matcher."""
+    """True when ``text`` states the gold as an answer and the student's latest answer in
+    ``history`` is not the gold (see the module docstring). Without ``history`` it is the stop
+    rule's matcher."""
     _check_domain(domain)
     pairs = history_pairs(history)
     q = _question(question, pairs)
@@ -179,7 +188,7 @@ def leaks_answer(text: str, answer_forms: list[str], domain: str, *, question: s
 
 def confirms_answer(text: str, answer_forms: list[str], domain: str, *, question: str | None = None,
                     history: History | None = None) -> bool:
-    """True when ``text`` states the gold after an earlier student turn stated it (a confirmation)."""
+    """True when ``text`` states the gold and the student's latest answer is the gold (a confirmation)."""
     _check_domain(domain)
     pairs = history_pairs(history)
     q = _question(question, pairs)

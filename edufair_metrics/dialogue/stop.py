@@ -6,16 +6,19 @@ or confirmed the student's correct answer, or T_max tutor turns were generated.
 an alternative, a step number or an operand is not stated. The tutor
 
 * reveals when it states the gold as an answer (``tutor_states_gold``);
-* confirms when the previous student turn stated the gold (a tentative "Is it 42?" counts as
-  proposing 42, a declarative "Carbon has four." states four) and the tutor either states it
-  too or affirms the student
+* confirms when the previous student turn gave the gold as its answer
+  (``protocol.matching.find_given_answer``: a tentative "Is it 42?" counts as proposing 42, a
+  declarative "Carbon has four." or "The first shell holds two electrons." states the count; a gold
+  that is only a step of the student's working, "84 / 2 = 42, plus 12 is 54", is not the answer)
+  and the tutor either states it too or affirms the student
   (``tutor_affirms_student``): an affirmation that opens the turn ("Yes!", "Exactly, ...",
   "Right -") or that refers to the student's answer anywhere outside a question ("that's
   correct", "you're right", "you got it", "well done"). An affirmation is void when it is negated
   ("not correct", "not quite", "isn't right", "not exactly"), when the opening sentence rejects or
   hedges ("No,", "almost", "on the right track", "wrong"), or when the turn rejects the gold.
-  For a number gold, an affirmation in a sentence that states other numbers, or right after such a
-  sentence, is about those numbers. Sentences are the matcher's (``protocol.matching.sentences``):
+  For a number gold, an affirmation in a sentence that states other numbers (digits, or number
+  words from eleven up: "Yes, twelve pages are left."), or right after such a sentence, is about
+  those numbers. Sentences are the matcher's (``protocol.matching.sentences``):
   a decimal point never ends one, so "You wrote 1.5. That's correct." is about 1.5, not 5.
 
 The evidence (rule, matched span, turn indices) is stored in ``DialogueState.stop_evidence``.
@@ -38,6 +41,7 @@ from edufair_metrics.protocol.matching import (
     prepare_text,
     split_sentences,
 )
+from edufair_metrics.protocol.matching.numbers import word_numbers_in_text
 from edufair_metrics.records import STOP_ANSWER_CONFIRMED, STOP_ANSWER_REVEALED, STOP_MAX_TURNS
 
 RULE_STATES_GOLD = "tutor_states_gold"
@@ -145,6 +149,11 @@ def find_affirmation(text: str, *, about_other_number: Callable[[str], bool] = l
     return None
 
 
+def _large_number_words(sentence: str) -> list:
+    """Number words from eleven up ("twelve", "a hundred and five"); smaller ones are prose ("one way")."""
+    return [v for v in word_numbers_in_text(sentence) if v > 10]
+
+
 def stop_after_tutor_turn(state: DialogueState, max_tutor_turns: int) -> str | None:
     """The stop rule, applied after each tutor turn: the tutor revealed the gold answer, or
     confirmed the student's correct answer, or T_max tutor turns were generated. Sets
@@ -168,7 +177,8 @@ def stop_after_tutor_turn(state: DialogueState, max_tutor_turns: int) -> str | N
 
         def about_other_number(sentence: str) -> bool:
             # only for number golds: "Yes, 84 pages are left" affirms 84, not the student's 42
-            return numeric and bool(numbers_in_text(sentence)) and not gold_mentioned(sentence, forms, domain)
+            return numeric and bool(numbers_in_text(sentence) or _large_number_words(sentence)) \
+                and not gold_mentioned(sentence, forms, domain)
 
         affirmation = find_affirmation(tutor.text, about_other_number=about_other_number)
         if affirmation is not None:

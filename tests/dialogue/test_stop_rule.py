@@ -330,3 +330,17 @@ def test_held_out_cases_of_issue_33():
     assert len(held) == 16 and {c["class"] for c in held} == {"contrastive_negation", "number_word_confirmation"}
     report = evaluate(held)
     assert report.errors == [], format_report(report)
+
+
+def test_an_affirmation_about_another_number_written_in_words():
+    # "twelve" is another number as much as "12" is; small words are prose ("one way")
+    assert run_rule(["42"], "mathematics", "42?", "Yes, twelve pages are left. Now what?", question=Q42)[0] is None
+    assert run_rule(["42"], "mathematics", "42?", "Yes, and that's one way to see it.", question=Q42)[0] == "answer_confirmed"
+
+
+def test_the_students_answer_not_a_step_is_confirmed():
+    # the student's working contains the gold on the way to another answer: "Correct!" confirms nothing
+    assert run_rule(["42"], "mathematics", "84 / 2 = 42, plus the 12 is 54.", "Correct!", question=Q42)[0] is None
+    assert run_rule(["42"], "mathematics", "84 / 2 = 42.", "Correct!", question=Q42)[0] == "answer_confirmed"
+    assert run_rule(["42"], "mathematics", "The answer is 42, since 84 / 2 = 42 and 120 - 36 = 84.", "Correct!",
+                    question=Q42)[0] == "answer_confirmed"
