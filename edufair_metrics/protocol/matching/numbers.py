@@ -94,8 +94,9 @@ _WORD_VALUE = {w: i for i, w in enumerate(UNITS)} | {w: 10 + i for i, w in enume
     w: 10 * i for i, w in enumerate(TENS) if w}
 _WORD_ALT = "|".join(sorted(_WORD_VALUE, key=len, reverse=True))
 _WORD_NUMBER_RE = re.compile(
-    rf"(?<![\w-])(?:(?P<h>{_WORD_ALT}|a)\s+hundred(?:(?:\s+and)?[\s\-]+(?P<hr>(?:{_WORD_ALT})(?:-(?:{_WORD_ALT}))?))?"
-    rf"|(?P<w>(?:{_WORD_ALT})(?:-(?:{_WORD_ALT}))?))(?![\w-])",
+    rf"(?<![\w-])(?<!thousand )(?<!thousand and )(?<!hundred )(?<!hundred and )(?:(?P<h>{_WORD_ALT}|a)\s+hundred"
+    rf"(?:(?:\s+and)?[\s\-]+(?P<hr>(?:{_WORD_ALT})(?:-(?:{_WORD_ALT}))?))?"
+    rf"|(?P<w>(?:{_WORD_ALT})(?:-(?:{_WORD_ALT}))?))(?![\w-])(?!\s+(?:hundred|thousand|million|billion)\b)",
     re.IGNORECASE,
 )
 
@@ -113,7 +114,8 @@ def _compound_value(word: str) -> int | None:
 
 def word_numbers_in_text(text: str) -> list[Fraction]:
     """The values of the number words of ``text``, in order ("nine", "twelve", "twenty-five",
-    "a hundred and twenty", "three hundred")."""
+    "a hundred and twenty", "three hundred"); none inside a larger number ("one thousand two
+    hundred"), which it does not read."""
     out = []
     for m in _WORD_NUMBER_RE.finditer(text):
         if m.group("w"):

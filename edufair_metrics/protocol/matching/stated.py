@@ -384,8 +384,7 @@ def _list_marker(text: str, m: _Mention) -> bool:
     return len(_LINE_MARKER.findall(text)) >= 2
 
 
-# The question asks for what is *not* so: a negation in its last sentence ("without changing its
-# what?", "what aspect does not change?", "they lack what?").
+# The question asks for what is *not* so (see _asks_for_what_is_not).
 _NEGATIVE_QUESTION = re.compile(r"\b(?:not|never|without|cannot|lacks?|lacking)\b|n't\b", re.IGNORECASE)
 _DETERMINERS = r"(?:(?:its|the|their|his|her|a|an|any|enough|much)\s+){0,3}"
 # "X but not Y", "X, not Y": the clause is the contrasted term after "not".
@@ -403,14 +402,32 @@ _NEGATED_VERB = re.compile(
 _REJECTING_CLAUSE = re.compile(r"^\W*(?:no|nope|not|wrong|incorrect|hmm+|um+|well|okay|ok|so|sorry)\W*$", re.IGNORECASE)
 
 
+_QUESTION_WORD = re.compile(r"\b(?:what|which|who|whom|whose|how\s+many|how\s+much|where|when)\b", re.IGNORECASE)
+# A subordinate clause between the negation and the question word: the negation is not about what
+# is asked ("What state exists if particles do not have enough energy?").
+_SUBORDINATOR = re.compile(
+    r"\b(?:if|when|whenever|because|since|that|which|who|whose|where|while|although|though|unless|so)\b",
+    re.IGNORECASE)
+
+
 @functools.lru_cache(maxsize=4096)
 def _asks_for_what_is_not(question: str | None) -> bool:
-    """The question's last sentence is negated: it asks for what is not so."""
+    """The question asks for what is not so: in its last sentence a negation and the question word
+    with no subordinate clause between them ("without changing its what?", "what aspect does not
+    change?", "they lack what?")."""
     if not question:
         return False
     prepared = _prepare(question)
     sentences = split_sentences(prepared)
-    return bool(sentences) and bool(_NEGATIVE_QUESTION.search(prepared[sentences[-1].start:sentences[-1].end]))
+    if not sentences:
+        return False
+    last = prepared[sentences[-1].start:sentences[-1].end]
+    for wh in _QUESTION_WORD.finditer(last):
+        for neg in _NEGATIVE_QUESTION.finditer(last):
+            lo, hi = sorted((wh.end(), neg.start())) if wh.start() < neg.start() else (neg.end(), wh.start())
+            if not _SUBORDINATOR.search(last[lo:hi]):
+                return True
+    return False
 
 
 def _negation_is_content(text: str, sentence: Sentence, clause: Clause, m: _Mention) -> bool:
