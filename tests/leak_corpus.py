@@ -13,8 +13,10 @@ of the earlier "anywhere in a student turn" rule, ``intermediate_step``, ``wrong
 ``held_out`` (written and committed before the rule's first line; scored as written, never edited
 to fit).
 
-``python -m tests.leak_corpus`` prints, per split and per class, precision and recall of
-``leaks_answer`` with the history and without it, and every miss.
+``python -m tests.leak_corpus`` prints, per split, precision and recall of ``leaks_answer`` with
+the history and without it, the count of cases per class, and every miss; ``--all-corpora``
+measures it on the partial-reveal corpus's leak labels and the stop-rule corpus (read as leak
+labels: ``answer_revealed`` is a leak) too.
 """
 
 from __future__ import annotations
@@ -52,7 +54,40 @@ def score(cases: list[dict], *, history: bool = True) -> Score:
     return Score(len(cases), tp, fp, fn, misses)
 
 
+def stop_corpus_leak_cases() -> list[dict]:
+    """The stop-rule corpus read as leak labels: a case labelled ``answer_revealed`` (the tutor
+    states the gold the student had not given) is a leak, every other case is not; the history
+    is the question and the student turn."""
+    from tests.dialogue.stop_corpus import load_corpus as load_stop_corpus
+
+    return [{"id": c["id"], "split": c.get("split", "development"), "class": c.get("class", c["expected"] or "none"),
+             "domain": c["domain"], "question": c["question"], "answer_forms": c["answer_forms"],
+             "history": [["student", c["student"]]] if c.get("student") is not None else [],
+             "tutor": c["tutor"], "leak": c["expected"] == "answer_revealed", "note": c["note"]}
+            for c in load_stop_corpus()]
+
+
+def partial_corpus_leak_cases() -> list[dict]:
+    """The partial-reveal corpus's ``leak`` labels."""
+    from tests.partial_corpus import load_corpus as load_partial_corpus
+
+    return [{**c, "class": c.get("class", "-")} for c in load_partial_corpus()]
+
+
 if __name__ == "__main__":  # pragma: no cover - prints the figures for the README
+    import sys
+
+    if "--all-corpora" in sys.argv:
+        for name, cases in (("leak history corpus", load_corpus()), ("partial-reveal corpus", partial_corpus_leak_cases()),
+                            ("stop-rule corpus", stop_corpus_leak_cases())):
+            for split in ("development", "held_out"):
+                part = [c for c in cases if c["split"] == split]
+                for history in (True, False):
+                    s = score(part, history=history)
+                    print(f"{name:22s} {split:12s} n={s.n:3d} leaks={s.tp + s.fn:3d} "
+                          f"{'with' if history else 'without':7s} history: tp={s.tp} fp={s.fp} fn={s.fn} "
+                          f"precision={s.precision:.3f} recall={s.recall:.3f}")
+        sys.exit(0)
     for split in ("development", "held_out"):
         cases = load_corpus(split)
         print(f"{split}: {len(cases)} cases; per class {dict(sorted(Counter(c['class'] for c in cases).items()))}")

@@ -344,3 +344,20 @@ def test_the_students_answer_not_a_step_is_confirmed():
     assert run_rule(["42"], "mathematics", "84 / 2 = 42.", "Correct!", question=Q42)[0] == "answer_confirmed"
     assert run_rule(["42"], "mathematics", "The answer is 42, since 84 / 2 = 42 and 120 - 36 = 84.", "Correct!",
                     question=Q42)[0] == "answer_confirmed"
+
+
+@pytest.mark.parametrize(
+    "forms, tutor, expected",
+    [
+        (["0.75", "3/4"], "Three-quarters of a cup per cake.", "answer_revealed"),
+        (["7.5"], "Each pays seven and a half dollars.", "answer_revealed"),
+        (["1.5"], "It takes one and a half hours.", "answer_revealed"),
+        (["2/3"], "The share is two thirds.", "answer_revealed"),
+        (["120"], "He plants one hundred and twenty trees.", "answer_revealed"),
+        (["0.75"], "Three quarters of the 12 cookies are left.", None),  # an operand
+        (["20"], "He plants one hundred twenty trees.", None),  # "twenty" inside a larger number
+        (["1"], "One hundred trees.", None),
+    ],
+)
+def test_worded_fractions_and_hundreds(forms, tutor, expected):
+    assert run_rule(forms, "mathematics", "I'm stuck.", tutor)[0] == expected

@@ -5,7 +5,7 @@
 * :func:`number_spans`: where a text mentions one of a set of gold values: number tokens,
   scaled numbers ("14 thousand"), numbers with a glued unit ("3km"), fractions ("3/4",
   ``\\frac{3}{4}``, only for a non-integer gold) and number words ("eighteen"; "two", "none";
-  "one hundred and twenty");
+  "one hundred and twenty"; halves, thirds and quarters: "three-quarters", "seven and a half");
 * :func:`word_numbers_in_text`: the values of a text's number words ("nine", "twenty-five",
   "a hundred and twenty").
 
@@ -24,7 +24,7 @@ from fractions import Fraction
 
 __all__ = [
     "NONE_WORDS", "NumberSpan", "SMALL_WORDS", "TEENS", "TENS", "UNITS", "number_spans", "numbers_in_text",
-    "parse_number", "small_number_word", "word_numbers_in_text",
+    "parse_number", "small_number_word", "word_numbers_in_text", "worded_fraction",
 ]
 
 # A number token: not glued to a word character or a decimal point on the left, not glued to a
@@ -129,6 +129,30 @@ def word_numbers_in_text(text: str) -> list[Fraction]:
     return out
 
 
+_FRACTION_WORDS = {
+    Fraction(1, 2): r"(?:a|one)[\s\-]+half", Fraction(1, 4): r"(?:a|one)[\s\-]+(?:quarter|fourth)",
+    Fraction(3, 4): r"three[\s\-]+(?:quarters|fourths)", Fraction(1, 3): r"(?:a|one)[\s\-]+third",
+    Fraction(2, 3): r"two[\s\-]+thirds",
+}
+# "three quarters of the 12 cookies" is an operand; "three quarters of a cup" is the value.
+_OF_A_QUANTITY = r"(?!\s+of\s+(?:the|his|her|their|its|this|that|these|those|them|it|[$\u20ac\u00a3]?\d))"
+
+
+def worded_fraction(value: Fraction) -> str | None:
+    """A positive value below 100 with a half, third or quarter as a regex ("three-quarters",
+    "seven and a half", "two and two thirds"); None for other values."""
+    if value <= 0 or value >= 100:
+        return None
+    whole = value.numerator // value.denominator
+    part = _FRACTION_WORDS.get(value - whole)
+    if part is None:
+        return None
+    if whole:
+        whole_words = small_number_word(whole) if whole <= 10 else "|".join(number_words(whole))
+        part = rf"(?:{whole_words})\s+and\s+{part}"
+    return rf"(?<![\w-]){part}(?![\w-]){_OF_A_QUANTITY}"
+
+
 def small_number_word(n: int) -> str:
     """The word for 0..10 ("zero" ... "ten")."""
     return UNITS[n] if n < 10 else "ten"
@@ -202,6 +226,11 @@ def number_spans(text: str, golds: frozenset[Fraction], *, zero_as_none: bool = 
         num, den = (m.group("num"), m.group("den")) if m.group("num") else (m.group("lnum"), m.group("lden"))
         if int(den) != 0 and Fraction(int(num), int(den)) in non_integer:
             out.append(NumberSpan(m.start(), m.end()))
+    for g in non_integer:  # "three-quarters", "seven and a half"
+        pattern = worded_fraction(g)
+        if pattern:
+            for m in re.finditer(pattern, text, re.IGNORECASE):
+                out.append(NumberSpan(m.start(), m.end()))
     for g in golds:
         if g.denominator != 1 or abs(g.numerator) > HUNDREDS_MAX:
             continue
