@@ -5,7 +5,7 @@ item's question and the expected stop reason (``answer_revealed`` / ``answer_con
 labelled by hand from the paper's definition (§3.2: the tutor revealed the correct answer, or
 confirmed the student's correct answer), not from the rule's output. ``split`` (absent: the
 development cases written with the rule): ``held_out`` cases were written and committed before the
-rule they test (issue 33: contrastive negation, number-word confirmations) and are scored as
+rule they test (contrastive negation, number-word confirmations) and are scored as
 written; ``class`` names the case class where one was given.
 
 ``python -m tests.dialogue.stop_corpus`` prints precision, recall and the confusion matrix, for

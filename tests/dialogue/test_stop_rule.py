@@ -268,7 +268,7 @@ def test_answer_frames_and_declarative_student_turns(forms, domain, student, tut
 
 
 # ---------------------------------------------------------------------------------------------
-# issue 33: contrastive negation, number-word confirmations, the student's answer (not a step)
+# contrastive negation, number-word confirmations, the student's answer (not a step)
 # ---------------------------------------------------------------------------------------------
 
 QNOT = "A rope over a pulley changes the way a force points without changing its what?"
@@ -323,7 +323,7 @@ def test_number_word_and_digit_confirmations(forms, domain, question, student, e
     assert run_rule(forms, domain, student, "Correct! Great job.", question=question)[0] == expected
 
 
-def test_held_out_cases_of_issue_33():
+def test_held_out_cases_of_the_contrastive_and_number_word_rules():
     """Written and committed before the rules (16 cases: 8 contrastive negation, 8 number-word
     confirmations; 11 stops that all failed before, 5 controls); scored as written."""
     held = load_corpus("held_out")
