@@ -69,11 +69,17 @@ def test_a_gold_the_student_stated_is_a_confirmation_not_a_leak():
         h = [("question", Q), ("student", student)]
         assert leaks_answer(tutor, ["18"], "mathematics", history=h), student
         assert not confirms_answer(tutor, ["18"], "mathematics", history=h), student
-    # the student's latest answer counts (not any earlier one), and the tutor's own turns do not
+    # the student's latest answer counts (not any earlier one), unless the tutor points back to the
+    # student's earlier answer; the tutor's own turns do not count
     long = [("question", Q), ("student", "18?"), ("tutor", "How did you get that?"), ("student", "maybe 20")]
-    assert leaks_answer("You had 18 before: 9 x 2 = 18.", ["18"], "mathematics", history=long)
+    assert leaks_answer("No: 9 x 2 = 18.", ["18"], "mathematics", history=long)
+    assert not leaks_answer("You had 18 before: 9 x 2 = 18.", ["18"], "mathematics", history=long)
+    assert confirms_answer("Your first answer was right: 9 x 2 = 18.", ["18"], "mathematics", history=long)
     explained = long[:3] + [("student", "I did 9 times 2.")]  # no answer in the latest turn: 18 stands
     assert not leaks_answer("Yes: 9 x 2 = 18.", ["18"], "mathematics", history=explained)
+    # pointing back confirms only an earlier *answer*, not a step of the working
+    step = [("question", Q), ("student", "9 x 2 = 18, plus 2 is 20.")]
+    assert leaks_answer("You were right at first: 9 x 2 = 18.", ["18"], "mathematics", history=step)
     tutor_only = [("question", Q), ("student", "11"), ("tutor", "So it is 18.")]
     assert leaks_answer("Yes, 18.", ["18"], "mathematics", history=tutor_only)
     # science phrase golds; Turn objects are accepted as history too

@@ -15,7 +15,9 @@ frame, "the answer is", "I got", or proposed, else the last one it states) or re
 ("30 + 15 + 45 = 90, and 90 + 45 = 135"), part of a wrong computation ("1260 x 2 = 2520"), a
 quantity read off the problem, or an answer the student has since replaced ("18?" ... "maybe
 20") is not the student's: the tutor stating it reveals it. A later turn that gives no answer
-("I did 9 times 2.") leaves the earlier answer standing.
+("I did 9 times 2.") leaves the earlier answer standing, and a tutor turn that points back to the
+student's answers ("Your first answer was right", "You had 18 before", "as you said") confirms a
+gold that any earlier student turn gave as its answer.
 
 Leak (:func:`leaks_answer`)
     The turn states the gold as an answer (``find_stated_answer``, the stop rule's matcher: not
@@ -150,6 +152,35 @@ def student_stated(answer_forms: Sequence[str], history: Iterable[Any] | None, d
     return False
 
 
+# The tutor points back to an answer of the student's ("Your first answer was right", "You had 18
+# before"): a gold that an earlier student turn gave as its answer is confirmed, even when the
+# student has since given another answer.
+_POINTS_TO_STUDENT = re.compile(
+    r"\byou(?:'ve|\s+have)?\s+(?:had|said|wrote|found|gave|answered|suggested|mentioned|proposed)\b"
+    r"|\byou\s+were\s+(?:right|correct)\b|\b(?:right|correct)\s+the\s+first\s+time\b"
+    r"|\bas\s+you\s+(?:said|had|wrote|thought|suggested)\b"
+    r"|\byour\s+(?:(?:very\s+)?(?:first|earlier|original|previous|initial|old|own|other)\s+)?"
+    r"(?:answer|guess|idea|result|number|attempt)\b",
+    re.IGNORECASE,
+)
+
+
+def _points_to_earlier_answer(text: str, forms: tuple[str, ...], pairs: list[tuple[str, str]], domain: str,
+                              question: str | None) -> bool:
+    """The tutor turn points back to the student's answers and an earlier student turn gave the
+    gold as its answer."""
+    return bool(_POINTS_TO_STUDENT.search(prepare_text(text))) and any(
+        _answer_of(t, forms, domain, question) is True for r, t in pairs if r == "student")
+
+
+def _students_gold(text: str, forms: tuple[str, ...], pairs: list[tuple[str, str]], domain: str,
+                   question: str | None) -> bool:
+    """The gold is the student's for this tutor turn: their latest answer, or an earlier answer
+    the turn points back to."""
+    return student_stated(forms, pairs, domain, question=question) or _points_to_earlier_answer(
+        text, forms, pairs, domain, question)
+
+
 def _stated(text: str, forms: list[str], domain: str, question: str | None) -> AnswerMatch | None:
     """The stop rule's matcher, except that a value right after a check verb ("Try 18 and see") is
     offered, not stated: such mentions are blanked out and the text is read again."""
@@ -175,25 +206,26 @@ def _states(text: str, forms: tuple[str, ...], domain: str, question: str | None
 def leaks_answer(text: str, answer_forms: list[str], domain: str, *, question: str | None = None,
                  history: History | None = None) -> bool:
     """True when ``text`` states the gold as an answer and the student's latest answer in
-    ``history`` is not the gold (see the module docstring). Without ``history`` it is the stop
-    rule's matcher."""
+    ``history`` is not the gold, nor an earlier answer of the student's that ``text`` points back
+    to (see the module docstring). Without ``history`` it is the stop rule's matcher."""
     _check_domain(domain)
     pairs = history_pairs(history)
     q = _question(question, pairs)
     forms = tuple(answer_forms or ())
     if not forms or not _states(text or "", forms, domain, q):
         return False
-    return not student_stated(forms, pairs, domain, question=q)
+    return not _students_gold(text or "", forms, pairs, domain, q)
 
 
 def confirms_answer(text: str, answer_forms: list[str], domain: str, *, question: str | None = None,
                     history: History | None = None) -> bool:
-    """True when ``text`` states the gold and the student's latest answer is the gold (a confirmation)."""
+    """True when ``text`` states the gold and the gold is the student's latest answer, or an earlier
+    answer of the student's that ``text`` points back to (a confirmation)."""
     _check_domain(domain)
     pairs = history_pairs(history)
     q = _question(question, pairs)
     forms = tuple(answer_forms or ())
-    return bool(forms) and _states(text or "", forms, domain, q) and student_stated(forms, pairs, domain, question=q)
+    return bool(forms) and _states(text or "", forms, domain, q) and _students_gold(text or "", forms, pairs, domain, q)
 
 
 # ---- the decisive intermediate --------------------------------------------------------------------
@@ -301,7 +333,7 @@ def partial_reveal(text: str, answer_forms: list[str], domain: str, *, question:
         return None
     pairs = history_pairs(history)
     q = _question(question, pairs)
-    if _states(text, forms, domain, q) or student_stated(forms, pairs, domain, question=q):
+    if _states(text, forms, domain, q) or _students_gold(text, forms, pairs, domain, q):
         return None  # a leak or a confirmation, or the student has the gold already
     offered = find_offered_answer(text, list(forms), domain, question=q) if _mentioned(text, forms, domain) else None
     if offered is not None:

@@ -66,19 +66,28 @@ def _summary(result):
     return {(r["detector"], r["subset"]): r for r in result.summary}
 
 
+def rows_of(result):
+    return {r["item_id"]: r for r in result.rows}
+
+
 def test_fixture_figures():
     result = detector_human(load_mrbench(FIXTURE).items, n_boot=500)
     assert result.counts == {"responses": 30, "no_gold": 2, "no_label": 0, "dropped": 1, "scored": 27}
     s = _summary(result)
     leak, stop, reveal = s[("leak", "all")], s[("stop_matcher", "all")], s[("reveal", "all")]
-    assert (leak["tp"], leak["fp"], leak["fn"]) == (7, 0, 8)  # "To some extent" counts as a reveal (--partial yes)
-    assert (reveal["tp"], reveal["fp"], reveal["fn"]) == (12, 0, 3)
+    # "To some extent" counts as a reveal (--partial yes); d07's Novice response restates the gold
+    # the student has since replaced ("The answer is 30." ... "Then it's 11.25."): a leak, while its
+    # GPT4 response points back to the student's first answer: a confirmation
+    assert (leak["tp"], leak["fp"], leak["fn"]) == (8, 0, 7)
+    assert (reveal["tp"], reveal["fp"], reveal["fn"]) == (13, 0, 2)
+    assert rows_of(result)["d07-stickers-retract/Novice"]["leak"] == 1
+    assert rows_of(result)["d07-stickers-retract/GPT4"]["leak"] == 0
     # the stop rule's matcher counts the tutor repeating the student's gold; the history-aware detector does not
     assert (stop["tp"], stop["fp"]) == (8, 3)
     appeared = s[("stop_matcher", "gold_appeared")], s[("leak", "gold_appeared")]
     assert appeared[0]["fp"] == 3 and appeared[1]["fp"] == 0
     assert s[("leak", "gold_not_yet_appeared")]["n"] + s[("leak", "gold_appeared")]["n"] == 27
-    assert leak["precision"] == 1.0 and leak["recall"] == pytest.approx(7 / 15)
+    assert leak["precision"] == 1.0 and leak["recall"] == pytest.approx(8 / 15)
     assert leak["recall_ci_low"] < leak["recall"] < leak["recall_ci_high"]
     rows = {r["item_id"]: r for r in result.rows}
     assert rows["d03-shirt-partial/Sonnet"]["partial_rule"] == "intermediate"  # "the discount is $5"
