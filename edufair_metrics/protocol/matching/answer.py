@@ -28,7 +28,15 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from edufair_metrics.protocol.matching.numbers import numbers_in_text, parse_number, word_numbers_in_text
+from edufair_metrics.protocol.matching.numbers import (
+    GLUED_UNIT_RE,
+    NUMBER_RE,
+    WORD_NUMBER_RE,
+    numbers_in_text,
+    parse_number,
+    token_value,
+    word_numbers_in_text,
+)
 from edufair_metrics.protocol.matching.sentences import locate, split_sentences
 from edufair_metrics.protocol.matching.stated import (
     AnswerMatch,
@@ -41,13 +49,16 @@ from edufair_metrics.protocol.matching.stated import (
 __all__ = ["GivenAnswer", "find_given_answer"]
 
 # An explicit answer frame right before the value (only filler words and a currency sign between).
-_EXPLICIT_FRAME = re.compile(
+_FRAME = (
     r"(?:\b(?:the|my|our|final)?\s*answer(?:'s|\s+is|\s+was|\s+would\s+be|\s+should\s+be|\s+will\s+be|\s+must\s+be)?"
     r"\s*[:=]?|\bi\s+(?:got|get|have|make\s+it)|\bi\s+(?:think|guess|believe|reckon)(?:\s+(?:it'?s|it\s+is|that'?s|"
     r"the\s+answer\s+is))?|\bi'?d\s+say)"
-    r"\s*(?:(?:just|only|exactly|about|around|like|then|still|maybe|probably|um|uh)\s+)*[$\u20ac\u00a3]?\s*$",
+)
+_EXPLICIT_FRAME = re.compile(
+    _FRAME + r"\s*(?:(?:just|only|exactly|about|around|like|then|still|maybe|probably|um|uh)\s+)*[$\u20ac\u00a3]?\s*$",
     re.IGNORECASE,
 )
+_FRAME_ANYWHERE = re.compile(_FRAME, re.IGNORECASE)
 # The result of a computation in the value's sentence ("8 - 2 = 6", "5 times 4 is 20"): a quantity of
 # the question computed, not read off.
 _COMPUTED = re.compile(
@@ -112,27 +123,67 @@ def _computed(prepared: str, m: AnswerMatch) -> bool:
     return where is not None and bool(_COMPUTED.search(prepared[where[0].start:m.start]))
 
 
+def _value_positions(prepared: str, golds: set[Fraction]) -> dict[Fraction, int]:
+    """Each value the turn writes (digits, glued units, number words) other than the gold, with the
+    start of its last occurrence: no stated mention of it starts later."""
+    last: dict[Fraction, int] = {}
+    for m in NUMBER_RE.finditer(prepared):
+        last[token_value(m)] = m.start()
+    for m in GLUED_UNIT_RE.finditer(prepared):
+        v = parse_number(m.group("num"))
+        if v is not None:
+            last[v] = max(last.get(v, -1), m.start())
+    for m in WORD_NUMBER_RE.finditer(prepared):
+        for v in word_numbers_in_text(m.group()):
+            last[v] = max(last.get(v, -1), m.start())
+    return {v: p for v, p in last.items() if v not in golds}
+
+
 @functools.lru_cache(maxsize=1 << 14)
 def _given(text: str, forms: tuple[str, ...], domain: str, question: str | None) -> GivenAnswer | None:
     prepared = prepare_text(text)
     if not prepared.strip():
         return None
-    values: list[tuple[AnswerMatch, bool]] = [(m, True) for m in _stated_all(prepared, list(forms), domain, question)]
+    revisions = [s.start for s in split_sentences(prepared) if _REVISION.match(prepared[s.start:s.end])]
+    since = revisions[-1] if revisions else 0
+    found = _answer_since(prepared, forms, domain, question, since)
+    if found is None and since:
+        found = _answer_since(prepared, forms, domain, question, 0)  # nothing stated after the revision
+    return found
+
+
+def _answer_since(prepared: str, forms: tuple[str, ...], domain: str, question: str | None,
+                  since: int) -> GivenAnswer | None:
+    """The turn's answer among the values stated from position ``since`` on. Values are read from
+    the last one the turn writes backwards, and the walk stops once no earlier value can be the
+    answer (the last explicit one, or the last one when the turn has no explicit frame)."""
+    best_explicit: tuple[AnswerMatch, bool] | None = None
+    best_any: tuple[AnswerMatch, bool] | None = None
+
+    def consider(matches: list[AnswerMatch], gold: bool) -> None:
+        nonlocal best_explicit, best_any
+        for m in matches:
+            if m.start < since:
+                continue
+            if best_any is None or m.start > best_any[0].start:
+                best_any = (m, gold)
+            if _explicit(prepared, m) and (best_explicit is None or m.start > best_explicit[0].start):
+                best_explicit = (m, gold)
+
+    consider(_stated_all(prepared, list(forms), domain, question), True)
     if is_numeric_gold(list(forms), domain):
         golds = {v for v in (parse_number(f) for f in forms) if v is not None}
-        others = (set(numbers_in_text(prepared)) | set(word_numbers_in_text(prepared))) - golds
         givens = _givens(question)
-        for v in sorted(others):
-            values += [(m, False) for m in _stated_all(prepared, [_fmt(v)], domain, question)
-                       if v not in givens or _explicit(prepared, m) or _computed(prepared, m)]
-    if not values:
-        return None
-    revisions = [s.start for s in split_sentences(prepared) if _REVISION.match(prepared[s.start:s.end])]
-    later = [(m, g) for m, g in values if not revisions or m.start >= revisions[-1]]
-    values = later or values
-    explicit = [(m, g) for m, g in values if _explicit(prepared, m)]
-    m, gold = max(explicit or values, key=lambda mg: mg[0].start)
-    return GivenAnswer(gold, bool(explicit), m)
+        may_be_explicit = "?" in prepared or bool(_FRAME_ANYWHERE.search(prepared))
+        for v, last in sorted(_value_positions(prepared, golds).items(), key=lambda kv: -kv[1]):
+            if last < since or (best_explicit is not None and last < best_explicit[0].start):
+                break
+            if best_explicit is None and not may_be_explicit and best_any is not None and last < best_any[0].start:
+                break
+            consider([m for m in _stated_all(prepared, [_fmt(v)], domain, question)
+                      if v not in givens or _explicit(prepared, m) or _computed(prepared, m)], False)
+    chosen = best_explicit or best_any
+    return None if chosen is None else GivenAnswer(chosen[1], best_explicit is not None, chosen[0])
 
 
 def find_given_answer(text: str, answer_forms: list[str], domain: str, *,

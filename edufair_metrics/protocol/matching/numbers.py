@@ -17,6 +17,7 @@ only when it is not a binary operator ("20-3" is subtraction).
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from fractions import Fraction
 
 __all__ = [
     "NONE_WORDS", "NumberSpan", "SMALL_WORDS", "TEENS", "TENS", "UNITS", "number_spans", "numbers_in_text",
-    "parse_number", "small_number_word", "word_numbers_in_text", "worded_fraction",
+    "parse_number", "small_number_word", "token_value", "word_numbers_in_text", "worded_fraction",
 ]
 
 # A number token: not glued to a word character or a decimal point on the left, not glued to a
@@ -93,7 +94,7 @@ def hundreds_words(value: int) -> str:
 _WORD_VALUE = {w: i for i, w in enumerate(UNITS)} | {w: 10 + i for i, w in enumerate(TEENS)} | {
     w: 10 * i for i, w in enumerate(TENS) if w}
 _WORD_ALT = "|".join(sorted(_WORD_VALUE, key=len, reverse=True))
-_WORD_NUMBER_RE = re.compile(
+WORD_NUMBER_RE = re.compile(
     rf"(?<![\w-])(?<!thousand )(?<!thousand and )(?<!hundred )(?<!hundred and )(?:(?P<h>{_WORD_ALT}|a)\s+hundred"
     rf"(?:(?:\s+and)?[\s\-]+(?P<hr>(?:{_WORD_ALT})(?:-(?:{_WORD_ALT}))?))?"
     rf"|(?P<w>(?:{_WORD_ALT})(?:-(?:{_WORD_ALT}))?))(?![\w-])(?!\s+(?:hundred|thousand|million|billion)\b)",
@@ -117,7 +118,7 @@ def word_numbers_in_text(text: str) -> list[Fraction]:
     "a hundred and twenty", "three hundred"); none inside a larger number ("one thousand two
     hundred"), which it does not read."""
     out = []
-    for m in _WORD_NUMBER_RE.finditer(text):
+    for m in WORD_NUMBER_RE.finditer(text):
         if m.group("w"):
             v = _compound_value(m.group("w"))
         else:
@@ -183,7 +184,7 @@ def parse_number(text: str) -> Fraction | None:
     return -value if m.group(1) else value
 
 
-def _token_value(m: re.Match[str]) -> Fraction:
+def token_value(m: re.Match[str]) -> Fraction:
     """The value of one :data:`NUMBER_RE` match."""
     int_part = m.group("int")
     dec = m.group("dec") or m.group("dec_only")
@@ -195,7 +196,7 @@ def _token_value(m: re.Match[str]) -> Fraction:
 
 def numbers_in_text(text: str) -> list[Fraction]:
     """All plain number tokens of ``text`` (fractions a/b contribute their two parts)."""
-    return [_token_value(m) for m in NUMBER_RE.finditer(_fold(text))]
+    return [token_value(m) for m in NUMBER_RE.finditer(_fold(text))]
 
 
 @dataclass(frozen=True)
@@ -207,12 +208,38 @@ class NumberSpan:
     word: bool = False
 
 
+@functools.lru_cache(maxsize=4096)  # the stop rule asks after every turn, the history for every value
+def _fraction_pattern(g: Fraction) -> re.Pattern[str] | None:
+    pattern = worded_fraction(g)
+    return re.compile(pattern, re.IGNORECASE) if pattern else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _word_pattern(g: Fraction, zero_as_none: bool) -> tuple[re.Pattern[str], bool] | None:
+    """The number words of an integer value up to 999 as a pattern, and whether they are small."""
+    if g.denominator != 1 or abs(g.numerator) > HUNDREDS_MAX:
+        return None
+    n = abs(g.numerator)
+    if n > WORD_MAX:
+        words, small = hundreds_words(n), False
+    elif n >= WORD_MIN:
+        words, small = "|".join(number_words(n)), False
+    else:
+        words, small = small_number_word(n), True
+        if n == 0 and zero_as_none:
+            words = "none|zero"
+    neg = r"(?:negative|minus)\s+" if g < 0 else r"(?<!negative )(?<!minus )"
+    # "twenty" inside "one hundred twenty" is not 20, nor "one" in "one hundred"
+    return re.compile(rf"(?<![\w-])(?<!hundred )(?<!hundred and ){neg}(?:{words})(?![\w-])(?!\s+hundred\b)",
+                      re.IGNORECASE), small
+
+
 def number_spans(text: str, golds: frozenset[Fraction], *, zero_as_none: bool = False) -> list[NumberSpan]:
     """Every place where ``text`` mentions one of the values ``golds``, in the order of the scanners
     (tokens, scaled, glued units, fractions, words). ``zero_as_none``: a gold 0 is also "none"."""
     out: list[NumberSpan] = []
     for m in NUMBER_RE.finditer(text):
-        if _token_value(m) in golds:
+        if token_value(m) in golds:
             out.append(NumberSpan(m.start(), m.end()))
     for m in SCALED_RE.finditer(text):  # "14 thousand", "1.5 million"
         v = parse_number(m.group("num"))
@@ -227,24 +254,12 @@ def number_spans(text: str, golds: frozenset[Fraction], *, zero_as_none: bool = 
         if int(den) != 0 and Fraction(int(num), int(den)) in non_integer:
             out.append(NumberSpan(m.start(), m.end()))
     for g in non_integer:  # "three-quarters", "seven and a half"
-        pattern = worded_fraction(g)
-        if pattern:
-            for m in re.finditer(pattern, text, re.IGNORECASE):
-                out.append(NumberSpan(m.start(), m.end()))
+        pattern = _fraction_pattern(g)
+        if pattern is not None:
+            out.extend(NumberSpan(m.start(), m.end()) for m in pattern.finditer(text))
     for g in golds:
-        if g.denominator != 1 or abs(g.numerator) > HUNDREDS_MAX:
-            continue
-        n = abs(g.numerator)
-        if n > WORD_MAX:
-            words, small = hundreds_words(n), False
-        elif n >= WORD_MIN:
-            words, small = "|".join(number_words(n)), False
-        else:
-            words, small = small_number_word(n), True
-            if n == 0 and zero_as_none:
-                words = "none|zero"
-        neg = r"(?:negative|minus)\s+" if g < 0 else r"(?<!negative )(?<!minus )"
-        # "twenty" inside "one hundred twenty" is not 20
-        for m in re.finditer(rf"(?<![\w-])(?<!hundred )(?<!hundred and ){neg}(?:{words})(?![\w-])(?!\s+hundred\b)", text, re.IGNORECASE):
-            out.append(NumberSpan(m.start(), m.end(), small))
+        found = _word_pattern(g, zero_as_none)
+        if found is not None:
+            pattern, small = found
+            out.extend(NumberSpan(m.start(), m.end(), small) for m in pattern.finditer(text))
     return out

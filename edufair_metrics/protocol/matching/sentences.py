@@ -14,6 +14,7 @@ one calls a sentence is what the other calls a sentence.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -59,6 +60,11 @@ class Sentence:
 
 def split_sentences(text: str) -> list[Sentence]:
     """The sentences of ``text`` (blank ones dropped), each with its clauses."""
+    return list(_split_sentences(text))
+
+
+@functools.lru_cache(maxsize=1 << 14)  # every decider reads the same turn again
+def _split_sentences(text: str) -> tuple[Sentence, ...]:
     sentences = []
     pos = 0
     bounds = [m.end() for m in _SENTENCE_END.finditer(text)] + [len(text)]
@@ -71,7 +77,7 @@ def split_sentences(text: str) -> list[Sentence]:
         if text[start:end].strip():
             sentences.append(_sentence(text, start, end))
         pos = end
-    return sentences
+    return tuple(sentences)
 
 
 def _sentence(text: str, start: int, end: int) -> Sentence:
