@@ -6,8 +6,7 @@ stop rule's confirmation and the leak detector's history both read a student tur
 The values a turn *states* are the stop rule's (:func:`~.stated.find_stated_answer` with
 ``allow_tentative``: not asked in another question, negated, hypothetical, an alternative, a step
 number or an operand; "Is it 42?" proposes 42): the gold and, for a number gold, every other value
-the turn states (digits and number words) that is not a quantity of the question. The turn's
-answer is
+the turn states (digits, digits with a glued unit, number words). The turn's answer is
 
 * the last value in an explicit answer frame ("the answer is 135", "my answer: 135", "I got 135",
   "I think it's 135") or proposed by a question ("Is it 135?", "135?"), when there is one;
@@ -19,6 +18,9 @@ explicit frame ("my answer is 6"); read off the problem ("each needs 2 loaves") 
 A sentence that revises ("Wait, ...", "Oh, ...", "Actually ...", "No, ...", "I mean ...") starts
 afresh: only what it and the sentences after it state count. A phrase gold (science) has no other
 value the matcher can read: the turn's answer is the gold when the turn states it.
+
+Known limits: a value stated after an unframed answer is read as the answer ("42 pages. That's 35%
+of the book." gives 35); number words are read up to 999.
 """
 
 from __future__ import annotations
