@@ -70,6 +70,8 @@ class EvidenceSpool:
         self.prompt_spans: list[list[list[int]]] = []  # id -> cue spans [[start, end], ...]
         self.questions: dict[str, dict[str, str]] = {}  # domain -> {question id: question text}
         self.gold: dict[str, dict[str, str]] = {}  # domain -> {question id: gold answer}
+        # (tutor index, task, question id, level) -> masked turn hashes: where placebo pairs part
+        self.split_hashes: dict[tuple[int, str, str, str], list[str]] = {}
         self._open: OrderedDict[Path, Any] = OrderedDict()
         self.closed = False
 
@@ -111,6 +113,7 @@ class EvidenceSpool:
             self.gold.setdefault(t.domain, {}).setdefault(qid, ev["gold"])
         del ev["gold"]
         task = ev["task"] or f"{t.condition}_{t.domain}"
+        self.split_hashes[(ti, task, qid, t.level)] = ev["mh"]
         key = f"{ti}/{task}/{bucket_of(qid)}"
         line = js_json(ev)
         self._file(f"{key}.js").write(f'EF.d("{key}",{line});\n')  # under root: <tutor>/<task>/<bucket>.js
