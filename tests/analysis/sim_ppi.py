@@ -10,7 +10,7 @@ Scenarios (no true difference between the levels unless said):
   unbiased   judge FPR 0.10, FNR 0.10 at both levels
   unbiased+  the same judge, a planted true difference (level a's rate +0.08): the power of each verdict
 
-Goals (issue 36): biased: judge-only flags ≥ 80% of runs; corrected CI covers the truth ≥ 93%,
+Goals: biased: judge-only flags ≥ 80% of runs; corrected CI covers the truth ≥ 93%,
 corrected verdict flags ≤ 5%. unbiased: the corrected CI ≥ 30% narrower than the human-only CI, and
 it flags no more often than the judge-only verdict. Each rate is printed with its Monte-Carlo
 standard error (binomial, runs independent).
