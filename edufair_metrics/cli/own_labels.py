@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from edufair_metrics.analysis.own_labels import agreement_rows, corrected_rows, differential_rows
-from edufair_metrics.analysis.ppi import DIFFERENTIAL_DELTA, HIDDEN_BIAS, NOT_SURVIVING
+from edufair_metrics.analysis.ppi import DIFFERENTIAL_DELTA
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import atomic_write_text
 from edufair_metrics.runlog import load_records
@@ -91,9 +91,11 @@ def summary_lines(tutor: str, n_labels: int, n_sample: int, agree, diff, corr) -
     flagged_c = sum(1 for c in corr if c["verdict_corrected"] == "flag")
     out.append(f"{len(corr)} units: judge-only flags {flagged_j}, corrected flags {flagged_c}.")
     for c in corr:
-        if c["note"] in (NOT_SURVIVING, HIDDEN_BIAS) or c["note"]:
-            out.append(f"- {c['task']} {c['pair']} {c['metric']}: judge-only {_f(c['judge_estimate'])} "
+        if c["note"] or "flag" in (c["verdict_judge"], c["verdict_corrected"]):
+            scale = " (share of all tutor turns)" if c["scale"] == "share_of_turns" else ""
+            out.append(f"- {c['task']} {c['pair']} {c['metric']}{scale}: judge-only {_f(c['judge_estimate'])} "
                        f"[{_f(c['judge_ci_low'])}, {_f(c['judge_ci_high'])}] -> corrected {_f(c['corrected_estimate'])} "
                        f"[{_f(c['corrected_ci_low'])}, {_f(c['corrected_ci_high'])}] (n_labelled={c['n_labelled']}, "
-                       f"lambda={_f(c['lambda'], 2)}): {c['note']}")
+                       f"lambda={_f(c['lambda'], 2)}): " + (c["note"] or f"judge-only {c['verdict_judge']}, corrected "
+                                                              f"{c['verdict_corrected']}"))
     return out

@@ -194,11 +194,12 @@ def draw_sample(records: Sequence[DialogueRecord], n: int, *, seed: int = 0, tut
 
 
 def flagged_units(units_csv: str | Path) -> dict[tuple[str, str], list[str]]:
-    """(domain, condition) -> "contrast: metric" of the units a report flagged (units.csv)."""
+    """(domain, condition) -> "contrast: metric" of the judge-labelled (pedagogical) units a report
+    flagged (units.csv): the ones human labels can confirm or overturn."""
     out: dict[tuple[str, str], list[str]] = {}
     with open(units_csv, encoding="utf-8", newline="") as fh:
         for row in csv.DictReader(fh):
-            if row.get("verdict") == "flag":
+            if row.get("verdict") == "flag" and row.get("metric") in PEDAGOGICAL_METRICS:  # what the judge labels
                 out.setdefault((row.get("domain", ""), row.get("condition", "")), []).append(
                     f"{row.get('contrast', '')}: {row.get('metric', '')}")
     return out

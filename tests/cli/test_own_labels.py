@@ -116,3 +116,9 @@ def test_labels_that_do_not_fit_the_run_are_one_line(tmp_path, capsys, case):
     argv = ["judge-human", "--format", "edufair", str(bad)] + ([] if case == "no_run" else [str(tmp_path / "runs")])
     assert cli(argv) == 2
     assert expect in _one_line(capsys.readouterr().err)
+
+
+def test_label_mode_without_a_sample_is_one_line(tmp_path, capsys):
+    write_evidence_run(tmp_path / "runs", n_questions=6)
+    assert cli(["view", str(tmp_path / "runs"), "--label"]) == 2
+    assert "edufair label-sample RUN --n N" in _one_line(capsys.readouterr().err)
