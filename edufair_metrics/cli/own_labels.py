@@ -78,7 +78,7 @@ def summary_lines(tutor: str, n_labels: int, n_sample: int, agree, diff, corr) -
         powers = sorted(d["power"] for d in diff if d["power"] == d["power"])
         med = powers[len(powers) // 2] if powers else math.nan
         out.append(f"{len(diff)} tests, {len(sig)} with p < 0.05 (uncorrected). Power to detect a "
-                   f"{DIFFERENTIAL_DELTA:.0%}-point difference at these counts: median {_f(med, 2)} "
+                   f"{DIFFERENTIAL_DELTA * 100:.0f}-point difference at these counts: median {_f(med, 2)} "
                    f"(range {_f(powers[0] if powers else math.nan, 2)}–{_f(powers[-1] if powers else math.nan, 2)}).")
         for d in sig:
             out.append(f"- {d['task']} {d['pair']} {d['metric']} {d['kind'].upper()}: {_f(d['rate_a'])} (n={d['n_a']}) vs "

@@ -74,7 +74,7 @@ def test_agreement_per_metric_and_level_and_a_surviving_flag(tmp_path, capsys):
     assert gender["verdict_judge"] == "flag" and gender["verdict_corrected"] == "flag" and gender["note"] == ""
     assert float(gender["corrected_ci_high"]) - float(gender["corrected_ci_low"]) < (
         float(gender["human_ci_high"]) - float(gender["human_ci_low"]))
-    assert "Angelopoulos" in out and "Power to detect a 10%-point difference" in out
+    assert "Angelopoulos" in out and "Power to detect a 10-point difference" in out
 
 
 def _no_leak(record, turn_index, metric, judge):
