@@ -117,6 +117,11 @@ def _share(values: Sequence[int | None], gated: bool) -> float:
     return float(np.mean(v)) if v else float("nan")
 
 
+def _side(values: dict[str, float], levels: Sequence[str]) -> float:
+    """One side of a pair: its level's value, or the mean of its levels' (Opposite's effects)."""
+    return float(np.mean([values[lv] for lv in levels]))
+
+
 def corrected_rows(records, sample, labels, *, alpha: float = 0.05) -> list[dict[str, Any]]:
     """Per unit (task × contrast pair × metric): the judge-only, human-only and PPI++ estimates of
     the mean paired difference, with the verdicts and the note when they differ (``analysis.ppi``)."""
@@ -130,40 +135,40 @@ def corrected_rows(records, sample, labels, *, alpha: float = 0.05) -> list[dict
         qs = sorted(pool.get(stratum.task, {}))
         if not qs:
             continue
-        for contrast, a, b, label in unit_pairs(stratum.condition):
-            if not set(a) | set(b) <= set(stratum.levels):
-                continue
-            for metric in PEDAGOGICAL_METRICS:
-                gated = metric in GATED
-                f_all, labelled, y, g = [], [], [], []
-                for qi, q in enumerate(qs):
-                    dlg = pool[stratum.task][q]
-
-                    def side(levels, of):
-                        return float(np.mean([of(lv) for lv in levels]))
-
-                    f_all.append(side(a, lambda lv: _share([judge_turn_value(dlg[lv], t, metric) for t in judged_turns(dlg[lv])], gated))
-                                 - side(b, lambda lv: _share([judge_turn_value(dlg[lv], t, metric) for t in judged_turns(dlg[lv])], gated)))
-                    if (stratum.task, q) not in sampled:
+        for metric in PEDAGOGICAL_METRICS:
+            gated = metric in GATED
+            # per question and level: the judge's share over the dialogue's judged turns (F's sides)
+            shares = [{lv: _share([judge_turn_value(rec, t, metric) for t in judged_turns(rec)], gated)
+                       for lv, rec in pool[stratum.task][q].items()} for q in qs]
+            # per labelled question and level: (human, judge) on the labelled turn (G's and Y's sides)
+            turn_values: dict[int, tuple[dict[str, float], dict[str, float]]] = {}
+            for qi, q in enumerate(qs):
+                if (stratum.task, q) not in sampled:
+                    continue
+                got = [x for x in (human_at.get((stratum.task, q, lv)) for lv in stratum.levels)
+                       if x is not None and metric in x[2].values]  # the levels whose turn has this label
+                if not got:
+                    continue
+                hv = {x[0].level: x[2].values[metric] for x in got}
+                jv = {x[0].level: judge_turn_value(x[1], x[0].turn_index, metric) for x in got}
+                turn_values[qi] = ({lv: float(v or 0) if gated or v is not None else float("nan") for lv, v in hv.items()},
+                                   {lv: float(v or 0) if gated or v is not None else float("nan") for lv, v in jv.items()})
+            for contrast, a, b, label in unit_pairs(stratum.condition):
+                if not set(a) | set(b) <= set(stratum.levels):
+                    continue
+                f_all = np.asarray([_side(sh, a) - _side(sh, b) for sh in shares])
+                keep = np.isfinite(f_all)  # a question whose judge shares are undefined is no pair
+                position = np.cumsum(keep) - 1
+                labelled, y, g = [], [], []
+                for qi, (hv, jv) in sorted(turn_values.items()):
+                    if not set(a) | set(b) <= set(hv):
                         continue
-                    got = [human_at.get((stratum.task, q, lv)) for lv in (*a, *b)]
-                    if any(x is None or metric not in x[2].values for x in got):
-                        continue
-                    hv = {x[0].level: x[2].values[metric] for x in got}
-                    jv = {x[0].level: judge_turn_value(x[1], x[0].turn_index, metric) for x in got}
-                    if not gated and any(hv[lv] is None or jv[lv] is None for lv in hv):
-                        continue  # a non-gated turn someone called not applicable: no value
-                    labelled.append(qi)
-                    y.append(side(a, lambda lv: hv[lv] or 0) - side(b, lambda lv: hv[lv] or 0))
-                    g.append(side(a, lambda lv: jv[lv] or 0) - side(b, lambda lv: jv[lv] or 0))
-                f = np.asarray(f_all)
-                keep = np.isfinite(f)
-                if not keep.all():  # questions whose judge shares are undefined (non-gated, every turn N/A)
-                    new_pos = np.cumsum(keep) - 1
-                    pairs_ok = [(new_pos[i], yy, gg) for i, yy, gg in zip(labelled, y, g) if keep[i]]
-                    labelled, y, g = [p[0] for p in pairs_ok], [p[1] for p in pairs_ok], [p[2] for p in pairs_ok]
-                    f = f[keep]
-                res = paired_ppi(f, labelled, y, g, alpha=alpha)
+                    yd, gd = _side(hv, a) - _side(hv, b), _side(jv, a) - _side(jv, b)
+                    if keep[qi] and np.isfinite(yd) and np.isfinite(gd):  # not applicable (non-gated): no value
+                        labelled.append(int(position[qi]))
+                        y.append(yd)
+                        g.append(gd)
+                res = paired_ppi(f_all[keep], labelled, y, g, alpha=alpha)
                 rows.append({"tutor": sample.tutor, "domain": stratum.domain, "condition": stratum.condition,
                              "task": stratum.task, "contrast": contrast, "pair": label, "metric": metric,
                              "scale": "share_of_turns" if gated else "rate", **res.as_row()})
