@@ -16,7 +16,8 @@ from pathlib import Path
 
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.runlog import load_records
-from edufair_metrics.runlog.labels import draw_sample, flagged_units, run_folder, write_sample
+from edufair_metrics.records import PEDAGOGICAL_METRICS
+from edufair_metrics.runlog.labels import draw_sample, flagged_units, judge_turn_value, run_folder, write_sample
 
 DEFAULT_REPORT = "edufair-report"
 
@@ -52,6 +53,17 @@ def main(args: argparse.Namespace) -> int:
         flag = f", over-sampled: flagged {'; '.join(s.flagged_units)}" if s.flagged else ""
         print(f"  {s.task}: {s.sampled_questions} of {s.questions} questions x {len(s.levels)} levels "
               f"= {s.sampled_questions * len(s.levels)} turns{flag}", file=sys.stderr)
+    by_key = {f"{r.key[0]}|{r.key[2]}|{r.key[3]}": r for r in records}
+    counts = {m: [0, 0] for m in PEDAGOGICAL_METRICS}  # metric -> [judge-applicable, judge-positive]
+    for item in sample.items:
+        rec = by_key[item.turn_id.rsplit("|", 1)[0]]
+        for m in PEDAGOGICAL_METRICS:
+            v = judge_turn_value(rec, item.turn_index, m)
+            if v is not None:
+                counts[m][0] += 1
+                counts[m][1] += v
+    print("  judge labels on the sampled turns (applicable / positive): "
+          + ", ".join(f"{m} {a}/{p}" for m, (a, p) in counts.items()), file=sys.stderr)
     if report is None:
         print("  (no report of the run found: no flagged unit over-sampled; --report names one)", file=sys.stderr)
     print(path)
