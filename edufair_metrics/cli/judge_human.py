@@ -26,14 +26,16 @@ formats:
   edufair  LABELS RUN: the labels.jsonl that `edufair view RUN --label` wrote (a run's own
            tutor turns, drawn by `edufair label-sample`) and the run itself; the judge's stored
            labels are compared, nothing is judged again. Writes, into --out (default
-           <run>/edufair-labels/judge-human/): agreement.csv (per metric, over all levels and per
-           level: kappa / alpha / % agreement, CIs resampling dialogues), differential_error.csv (per
+           <run>/edufair-labels/judge-human/): agreement.csv (per metric, over all levels) and
+           agreement_by_level.csv (also per level): kappa / alpha / % agreement, CIs resampling
+           dialogues; differential_error.csv (per
            one-level contrast pair and metric: the judge's false-positive and false-negative rate
            at each level, Fisher's p, the power to detect a 10-point difference at these counts and
            the difference detectable with 80% power), corrected_verdicts.csv (per unit: judge-only,
            human-only and prediction-powered PPI++ estimates of the mean paired difference with
            95% CIs, a verdict from each, and a note where the correction overturns a flag or
-           reveals one) and summary.md.
+           reveals one) and summary.md. `edufair report RUN --human-agreement DIR` puts the
+           agreement and the corrected verdicts into the report's summary.md.
   csv      one row per judged tutor turn; columns: item_id (required, unique), response
            (required), history ("Tutor: ..." / "Student: ..." lines), question, domain
            (default mathematics), tutor, and label columns named mistake_recognize,

@@ -53,13 +53,18 @@ def own_labels_main(args: argparse.Namespace) -> int:
     corr = corrected_rows(records, sample, labels)
     out = Path(args.out) if args.out else labels_folder(folder) / "judge-human"
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / "agreement.csv", _csv(agree))
+    # agreement.csv: one row per metric over all levels, the columns of every judge-human folder (so
+    # `edufair report --human-agreement DIR` reads it); the per-level rows beside it
+    atomic_write_text(out / "agreement.csv", _csv([{k: v for k, v in r.items() if k != "level"} for r in agree
+                                                   if r["level"] == "all"]))
+    atomic_write_text(out / "agreement_by_level.csv", _csv(agree))
     atomic_write_text(out / "differential_error.csv", _csv(diff))
     atomic_write_text(out / "corrected_verdicts.csv", _csv(corr))
     lines = summary_lines(tutor, len(labels), len(sample.items), agree, diff, corr)
     atomic_write_text(out / "summary.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
-    print(f"wrote agreement.csv, differential_error.csv, corrected_verdicts.csv and summary.md to {out}")
+    print(f"wrote agreement.csv, agreement_by_level.csv, differential_error.csv, corrected_verdicts.csv and summary.md "
+          f"to {out} (`edufair report RUN --human-agreement {out}` puts them in the report)")
     return 0
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import zlib
 
 import pytest
@@ -62,10 +63,13 @@ def test_agreement_per_metric_and_level_and_a_surviving_flag(tmp_path, capsys):
     assert cli(["judge-human", "--format", "edufair", str(labels), str(tmp_path / "runs"), "--n-boot", "200"]) == 0
     out = capsys.readouterr().out
     res = folder / LABELS_DIR / "judge-human"
-    agreement = _rows(res / "agreement.csv")
-    leak_all = next(r for r in agreement if r["metric"] == "answer_leakage" and r["level"] == "all")
+    overall = _rows(res / "agreement.csv")  # one row per metric, as every judge-human folder
+    leak_all = next(r for r in overall if r["metric"] == "answer_leakage")
     assert float(leak_all["percent_agreement"]) == 1.0 and int(leak_all["n"]) == len(sample.items)
-    assert {r["level"] for r in agreement} >= {"all", "female", "male"}
+    by_level = _rows(res / "agreement_by_level.csv")
+    assert {r["level"] for r in by_level} >= {"all", "female", "male"}
+    female = next(r for r in by_level if r["metric"] == "answer_leakage" and r["level"] == "female")
+    assert int(female["n"]) == 20 and int(female["clusters"]) == 20  # CIs resample dialogues
     diff = _rows(res / "differential_error.csv")
     assert diff and all(0 <= float(d["power"]) <= 1 for d in diff if d["power"])
     assert {"fpr", "fnr"} == {d["kind"] for d in diff}
@@ -97,6 +101,13 @@ def test_a_judge_only_flag_that_the_labels_overturn_is_said(tmp_path, capsys):
     fpr = next(d for d in _rows(tmp_path / "out" / "differential_error.csv")
                if d["pair"] == "female-male" and d["metric"] == "answer_leakage" and d["kind"] == "fpr")
     assert float(fpr["rate_a"]) > float(fpr["rate_b"]) and float(fpr["p"]) < 0.05  # the judge errs more at female
+    # the report says it too: `edufair report RUN --human-agreement DIR`
+    assert cli(["report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep"), "--n-boot", "50", "--no-figures",
+                "--human-agreement", str(tmp_path / "out")]) == 0
+    summary = (tmp_path / "rep" / "summary.md").read_text()
+    section = summary.split("### Corrected verdicts (your labels)", 1)[1]
+    assert re.search(r"female-male answer_leakage \| .* \| flag → none \| " + NOT_SURVIVING, section)
+    assert "### Judge–human agreement" in summary
 
 
 @pytest.mark.parametrize("case", ["other_run", "foreign_turn", "unknown_metric", "no_run"])
