@@ -92,11 +92,13 @@ def dialogue_evidence(record: DialogueRecord, detection: TurnDetection | None | 
 
 
 def masked_turn_hashes(record: DialogueRecord) -> list[str]:
-    """Per turn, crc32 (hex) of its role and text with the condition's demographic cues masked
+    """Per turn, crc32 (24 bits, hex) of its role and text with the condition's demographic cues masked
     (``protocol.cues.mask_transcript``, as a condition-blind judge reads it): two twins whose
     turns hash alike said the same thing up to the cue."""
     masked = mask_transcript(record.transcript).transcript
-    return [format(zlib.crc32(f"{t.role}\n{' '.join(t.text.split())}".encode("utf-8")), "08x") for t in masked.turns]
+    # 24 bits: a chance collision between two different turns is 1 in 16.8 million
+    return [format(zlib.crc32(f"{t.role}\n{' '.join(t.text.split())}".encode("utf-8")) & 0xFFFFFF, "06x")
+            for t in masked.turns]
 
 
 def first_split(a: list[str] | None, b: list[str] | None) -> int | None:

@@ -73,3 +73,26 @@ def test_the_twin_view_marks_where_the_twins_part(tmp_path):
         assert not console_errors(driver)
     finally:
         driver.quit()
+
+
+def test_the_spool_reads_back_where_placebo_replicates_part(tmp_path):
+    import copy
+
+    from edufair_metrics.protocol.placebo import replicate_level
+    from edufair_metrics.report.html.spool import EvidenceSpool
+
+    write_evidence_run(tmp_path / "runs", n_questions=6, leak_levels=(), base_p=0.0)
+    records = [r for r in load_records(tmp_path / "runs")[1] if r.transcript.level == "female"]
+    spool = EvidenceSpool(tmp_path / "spool")
+    for k, r in enumerate(records):
+        spool.add("tutor", r)
+        twin = copy.deepcopy(r)
+        twin.transcript.level = replicate_level("female", 2)
+        if k < 2:  # two replicates part at the fourth turn, the others say the same
+            twin.transcript.turns[4].text += " Let us slow down."
+        spool.add("tutor", twin)
+    hashes = spool.placebo_hashes()
+    assert len(hashes) == 2 * len(records)
+    got = placebo_split_positions(hashes)
+    task = records[0].key[0]
+    assert got == {"0": {task: {"n": len(records), "never": len(records) - 2, "at": {"4": 2}}}}

@@ -327,7 +327,7 @@ def write_html(out_dir: str | Path, *, runs, df, grid, units, params, headline, 
         "package": package,
         "files": list(summary_files),
         # where the placebo pairs (one level run twice) part: the twin view's yardstick for its split
-        "placebo_splits": placebo_split_positions(spool.split_hashes) if spool else {},
+        "placebo_splits": placebo_split_positions(spool.placebo_hashes()) if spool else {},
     }
     atomic_write_text(out_dir / INDEX, render_index(data))
     files = [INDEX] + sorted(str(p.relative_to(out_dir)) for p in viewer.rglob("*.js"))
