@@ -7,9 +7,9 @@ differs), per tutor turn the judge's labels (``JUDGE_FIELDS`` order), parse stat
 and raw output, the deterministic detectors' turn-level hits (``detectors.detect_turns``: tutor
 turns that state the gold, student turns that attempt reasoning; None without gold forms), the stop
 rule's evidence, the failure, and the nine scores plus the detector metrics (``EVIDENCE_METRICS``
-order), and ``mh``: a short hash per turn of its text with the condition's cues masked
-(:func:`masked_turn_hashes`), from which :func:`first_split` finds the first turn where two twins
-differ beyond the cue (and, in the placebo pairs, where two runs of the same level part).
+order). :func:`first_split` finds the first turn where two dialogues differ (the twin view applies
+it to the twins' turns with the condition's cues masked, :func:`mask_spec` / :func:`masked_turn_hashes`;
+:func:`placebo_split_positions` to the placebo pairs, two runs of the same level).
 :func:`cue_spans` finds the sentences of a system prompt that carry the demographic cue
 (``protocol.cue_sentences``), falling back to the condition's cue words (``protocol.cues``).
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import zlib
 from typing import Any
 
@@ -86,7 +87,6 @@ def dialogue_evidence(record: DialogueRecord, detection: TurnDetection | None | 
                                                    record.posttest.pretest, record.posttest.revealed,
                                                    record.posttest.error_kind],
         "tutor_system": t.tutor_system, "student_system": t.student_system,
-        "mh": masked_turn_hashes(record),
     }
     return out
 
@@ -99,6 +99,25 @@ def masked_turn_hashes(record: DialogueRecord) -> list[str]:
     # 24 bits: a chance collision between two different turns is 1 in 16.8 million
     return [format(zlib.crc32(f"{t.role}\n{' '.join(t.text.split())}".encode("utf-8")) & 0xFFFFFF, "06x")
             for t in masked.turns]
+
+
+def mask_spec(condition: str) -> dict[str, Any] | None:
+    """The condition's cue mask for the page (``protocol.cues``, what a condition-blind judge
+    sees): the regular expression's source and phrase -> placeholder; None without cues."""
+    try:
+        cues = condition_cues(condition)
+    except EduFairError:
+        return None
+    if cues.pattern is None:
+        return None
+    return {"pattern": cues.pattern.pattern, "lookup": {re.sub(r"[\s\-]+", " ", p.casefold()): ph
+                                                         for p, ph in cues.replacements}}
+
+
+def turn_keys(turns: list[list[Any]]) -> list[str]:
+    """A stored dialogue's turns ([[role code, text, raw]]) as comparable keys: role and text,
+    whitespace normalised (placebo pairs share the level, so their cues are the same)."""
+    return [f"{t[0]}\n{' '.join(str(t[1]).split())}" for t in turns]
 
 
 def first_split(a: list[str] | None, b: list[str] | None) -> int | None:
@@ -115,7 +134,7 @@ def first_split(a: list[str] | None, b: list[str] | None) -> int | None:
 def placebo_split_positions(hashes: dict[tuple[Any, str, str, str], list[str]]) -> dict[str, dict[str, dict[str, Any]]]:
     """Where the placebo pairs part: for every (tutor index, task, question, level) stored with a
     replicate r ≥ 2 (``protocol.placebo``), the first split of replicate r against replicate 1 of the
-    same level. Returns {tutor index: {task: {"n": pairs, "never": identical pairs, "at": {turn
+    same level (``hashes``: per dialogue its turns as comparable keys, :func:`turn_keys`). Returns {tutor index: {task: {"n": pairs, "never": identical pairs, "at": {turn
     index: pairs}}}}; empty without placebo replicates."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for (ti, task, q, level), mh in hashes.items():
@@ -180,4 +199,4 @@ def level_cue_words(condition: str) -> dict[str, list[str]]:
 
 
 __all__ = ["EVIDENCE_METRICS", "ROLE_CODES", "cue_spans", "dialogue_evidence", "first_split", "level_cue_words",
-           "masked_turn_hashes", "placebo_split_positions"]
+           "mask_spec", "masked_turn_hashes", "placebo_split_positions", "turn_keys"]

@@ -51,7 +51,10 @@ def test_the_twin_view_marks_where_the_twins_part(tmp_path):
 
     from tests.helpers.browser import chrome, console_errors, wait_ready
 
-    write_evidence_run(tmp_path / "runs", n_questions=16, leak_levels=("female",), leak_p=1.0, base_p=0.0)
+    # Implicit: the tutor's first turn names the student ("Good start, Jessica"), so the twins' turn 2
+    # differs only by the cue; the planted leak at jessica makes them part at turn 4
+    write_evidence_run(tmp_path / "runs", n_questions=16, conditions=("implicit",), leak_levels=("jessica",), leak_p=1.0,
+                       base_p=0.0)
     assert cli(["report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep"), "--n-boot", "50", "--no-figures"]) == 0
     html = (tmp_path / "rep" / "index.html").read_text()
     assert '"placebo_splits":{}' in html
@@ -61,13 +64,15 @@ def test_the_twin_view_marks_where_the_twins_part(tmp_path):
         wait_ready(driver, "overview")
         row = driver.execute_script(
             "var g = EF.data.grid; var c = g.cols; for (var i = 0; i < g.rows.length; i++) { var r = g.rows[i];"
-            " if (r[c.indexOf('metric')] === 'answer_leakage' && r[c.indexOf('pair')] === 'female-male') return i; } return -1;")
+            " if (r[c.indexOf('metric')] === 'answer_leakage' && r[c.indexOf('pair')] === 'michael-jessica') return i; } return -1;")
         assert row >= 0
         q = load_records(tmp_path / "runs")[1][0].key[3]
         driver.get((tmp_path / "rep" / "index.html").as_uri() + f"#twin/{row}/{q}")
         wait_ready(driver, "twin")
         mark = driver.find_element(By.ID, "split-mark")
         assert mark.get_attribute("data-turn") == "4"  # turn 2 differs only by the name; the leak at turn 4
+        texts = [e.text for e in driver.find_elements(By.CSS_SELECTOR, '#twin .turn[data-turn="2"] .text')]
+        assert len(texts) == 2 and texts[0] != texts[1]  # the page shows the names as they were said
         note = driver.find_element(By.ID, "split-note").text
         assert re.search(r"part at turn 4", note) and "No placebo pairs" in note
         assert not console_errors(driver)

@@ -24,7 +24,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from edufair_metrics.analysis.evidence import cue_spans, dialogue_evidence
+from edufair_metrics.analysis.evidence import cue_spans, dialogue_evidence, turn_keys
 from edufair_metrics.protocol.placebo import split_replicate_level
 from edufair_metrics.records import DialogueRecord
 
@@ -144,8 +144,9 @@ class EvidenceSpool:
         return dest
 
     def placebo_hashes(self) -> dict[tuple[int, str, str, str], list[str]]:
-        """(tutor index, task, question id, level) -> masked turn hashes (``mh``) of every dialogue of
-        the tasks holding a placebo replicate, read back from the written files."""
+        """(tutor index, task, question id, level) -> the turns as comparable keys
+        (``analysis.evidence.turn_keys``) of every dialogue of the tasks holding a placebo
+        replicate, read back from the written files."""
         self.close()
         out: dict[tuple[int, str, str, str], list[str]] = {}
         for ti, task in sorted(self.replicated):
@@ -154,8 +155,7 @@ class EvidenceSpool:
                     if not line.startswith("EF.d("):
                         continue
                     ev = json.loads(line[line.index(",") + 1: line.rindex(")")])
-                    if ev.get("mh") is not None:
-                        out[(ti, task, str(ev["q"]), str(ev["lv"]))] = ev["mh"]
+                    out[(ti, task, str(ev["q"]), str(ev["lv"]))] = turn_keys(ev.get("turns") or [])
         return out
 
     @property

@@ -761,8 +761,19 @@
     }).catch(function (e) { fail(e); });
   }
 
-  // the first turn at which two dialogues differ beyond the cue (analysis/evidence.first_split on
-  // the masked turn hashes); null: identical beyond the cue, or unknown (no hashes stored)
+  // a dialogue's turns with the condition's cues masked as a condition-blind judge sees them
+  // (protocol/cues.py's pattern and placeholders, analysis/evidence.mask_spec), whitespace normalised
+  var maskRe = {};
+  function maskedTurns(dlg, condition) {
+    var spec = ((D.conditions || {})[condition] || {}).mask;
+    if (spec && !maskRe[condition]) maskRe[condition] = new RegExp(spec.pattern, "gi");
+    return dlg.turns.map(function (t) {
+      var text = spec ? t[1].replace(maskRe[condition], function (m) { return spec.lookup[m.toLowerCase().replace(/[\s\-]+/g, " ")] || "[GROUP]"; }) : t[1];
+      return t[0] + "\n" + text.split(/\s+/).filter(Boolean).join(" ");
+    });
+  }
+
+  // the first turn at which two dialogues differ (analysis/evidence.first_split); null: identical
   function firstSplit(a, b) {
     if (!a || !b) return null;
     for (var i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return i;
@@ -772,7 +783,7 @@
   // where the twins part, read against where the placebo pairs (one level run twice) part
   function splitNote(A, B, split, placebo) {
     var p = el("p", {cls: "split-note", id: "split-note"});
-    if (!A || !B || !A.mh || !B.mh) { p.textContent = "Where the twins part is not known (dialogues stored without masked-turn hashes)."; return p; }
+    if (!A || !B) { p.textContent = "Where the twins part is not known (a dialogue is missing)."; return p; }
     if (split === null) p.appendChild(document.createTextNode("The twins do not differ beyond the cue: every turn is the same once the cue is masked. "));
     else p.appendChild(el("b", {text: "The twins part at turn " + split + " (the first turn that differs beyond the cue). "}));
     if (placebo && placebo.n) {
@@ -833,7 +844,7 @@
     });
     [A, B].forEach(function (x) { twin.appendChild(x ? promptBox(x, g.condition) : el("div", {cls: "prompt", text: "—"})); });
     var n = Math.max(A ? A.turns.length : 0, B ? B.turns.length : 0);
-    var split = firstSplit(A && A.mh, B && B.mh);
+    var split = A && B ? firstSplit(maskedTurns(A, g.condition), maskedTurns(B, g.condition)) : null;
     for (var i = 0; i < n; i++) {
       if (i === split) twin.appendChild(el("div", {cls: "split-mark", id: "split-mark", "data-turn": i, text: "the twins part here (turn " + i + "): the first turn that differs beyond the cue"}));
       twin.appendChild(A ? turnBox(A, i, g.condition, g.metric) : el("div", {cls: "gap"}));
