@@ -7,7 +7,10 @@ differs), per tutor turn the judge's labels (``JUDGE_FIELDS`` order), parse stat
 and raw output, the deterministic detectors' turn-level hits (``detectors.detect_turns``: tutor
 turns that state the gold, student turns that attempt reasoning; None without gold forms), the stop
 rule's evidence, the failure, and the nine scores plus the detector metrics (``EVIDENCE_METRICS``
-order). :func:`cue_spans` finds the sentences of a system prompt that carry the demographic cue
+order). :func:`first_split` finds the first turn where two dialogues differ (the twin view applies
+it to the twins' turns with the condition's cues masked, :func:`mask_spec` / :func:`masked_turn_hashes`;
+:func:`placebo_split_positions` to the placebo pairs, two runs of the same level).
+:func:`cue_spans` finds the sentences of a system prompt that carry the demographic cue
 (``protocol.cue_sentences``), falling back to the condition's cue words (``protocol.cues``).
 
 Key names are short on purpose: a paper-size report holds about 160,000 of these.
@@ -17,6 +20,8 @@ from __future__ import annotations
 
 import functools
 import math
+import re
+import zlib
 from typing import Any
 
 from edufair_metrics.detectors import TurnDetection, detect_turns
@@ -24,7 +29,7 @@ from edufair_metrics.errors import EduFairError
 from edufair_metrics.judge.parse import FORCED_NA_KEY, JUDGE_FIELDS
 from edufair_metrics.protocol.placebo import split_replicate_level
 from edufair_metrics.protocol import condition_levels
-from edufair_metrics.protocol.cues import condition_cues
+from edufair_metrics.protocol.cues import condition_cues, mask_transcript
 from edufair_metrics.protocol.prompts import cue_sentences, protocol_for
 from edufair_metrics.records import ALL_METRICS, DETECTOR_METRICS, JUDGE_OK, OUTCOME_METRICS, STUDENT_METRICS, DialogueRecord
 
@@ -86,6 +91,69 @@ def dialogue_evidence(record: DialogueRecord, detection: TurnDetection | None | 
     return out
 
 
+def masked_turn_hashes(record: DialogueRecord) -> list[str]:
+    """Per turn, crc32 (24 bits, hex) of its role and text with the condition's demographic cues masked
+    (``protocol.cues.mask_transcript``, as a condition-blind judge reads it): two twins whose
+    turns hash alike said the same thing up to the cue."""
+    masked = mask_transcript(record.transcript).transcript
+    # 24 bits: a chance collision between two different turns is 1 in 16.8 million
+    return [format(zlib.crc32(f"{t.role}\n{' '.join(t.text.split())}".encode("utf-8")) & 0xFFFFFF, "06x")
+            for t in masked.turns]
+
+
+def mask_spec(condition: str) -> dict[str, Any] | None:
+    """The condition's cue mask for the page (``protocol.cues``, what a condition-blind judge
+    sees): the regular expression's source and phrase -> placeholder; None without cues."""
+    try:
+        cues = condition_cues(condition)
+    except EduFairError:
+        return None
+    if cues.pattern is None:
+        return None
+    return {"pattern": cues.pattern.pattern, "lookup": {re.sub(r"[\s\-]+", " ", p.casefold()): ph
+                                                         for p, ph in cues.replacements}}
+
+
+def turn_keys(turns: list[list[Any]]) -> list[str]:
+    """A stored dialogue's turns ([[role code, text, raw]]) as comparable keys: role and text,
+    whitespace normalised (placebo pairs share the level, so their cues are the same)."""
+    return [f"{t[0]}\n{' '.join(str(t[1]).split())}" for t in turns]
+
+
+def first_split(a: list[str] | None, b: list[str] | None) -> int | None:
+    """The first turn index at which two dialogues' masked turns differ (one ending earlier counts
+    as a difference at its length); None when they are identical beyond the cue."""
+    if a is None or b is None:
+        return None
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def placebo_split_positions(hashes: dict[tuple[Any, str, str, str], list[str]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Where the placebo pairs part: for every (tutor index, task, question, level) stored with a
+    replicate r ≥ 2 (``protocol.placebo``), the first split of replicate r against replicate 1 of the
+    same level (``hashes``: per dialogue its turns as comparable keys, :func:`turn_keys`). Returns {tutor index: {task: {"n": pairs, "never": identical pairs, "at": {turn
+    index: pairs}}}}; empty without placebo replicates."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for (ti, task, q, level), mh in hashes.items():
+        base, rep = split_replicate_level(level)
+        if rep <= 1:
+            continue
+        first = hashes.get((ti, task, q, base))
+        if first is None:
+            continue
+        split = first_split(first, mh)
+        entry = out.setdefault(str(ti), {}).setdefault(task, {"n": 0, "never": 0, "at": {}})
+        entry["n"] += 1
+        if split is None:
+            entry["never"] += 1
+        else:
+            entry["at"][str(split)] = entry["at"].get(str(split), 0) + 1
+    return out
+
+
 @functools.lru_cache(maxsize=512)
 def _cue_text(condition: str, level: str, domain: str, role: str) -> str:
     base, _ = split_replicate_level(level)
@@ -130,4 +198,5 @@ def level_cue_words(condition: str) -> dict[str, list[str]]:
     return out
 
 
-__all__ = ["EVIDENCE_METRICS", "ROLE_CODES", "cue_spans", "dialogue_evidence", "level_cue_words"]
+__all__ = ["EVIDENCE_METRICS", "ROLE_CODES", "cue_spans", "dialogue_evidence", "first_split", "level_cue_words",
+           "mask_spec", "masked_turn_hashes", "placebo_split_positions", "turn_keys"]

@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("edufair_metrics.cli.demo", "run a real EduFair task end to end on the embedded local model"),
     "cache": ("edufair_metrics.cli.cache", "show or clear the persistent call cache"),
     "judge-human": ("edufair_metrics.cli.judge_human", "judge human-labelled tutor responses and measure judge-human agreement"),
+    "label-sample": ("edufair_metrics.cli.label_sample", "draw a blind sample of a run's tutor turns for human labelling"),
     "detector-human": ("edufair_metrics.cli.detector_human", "measure the deterministic reveal detectors against human reveal labels (no judge)"),
     "agreement": ("edufair_metrics.cli.agreement", "compare two judgings of the same transcripts (kappa, alpha, judge-contingent contrasts)"),
 }

@@ -271,6 +271,8 @@ def judge_validity_markdown(*, detector_by_level=None, differential=None, contin
         })
         lines.append(to_markdown(table, "Judge–human agreement", "From `edufair judge-human` (agreement.csv); 95% bootstrap "
                                  "CIs that resample conversations (the responses of one conversation together)."))
+        if h.attrs.get("corrected") is not None:
+            lines.append(corrected_verdicts_markdown(h.attrs["corrected"]))
     else:
         lines.append("Human agreement: not given (run `edufair judge-human` on a human-labelled set).\n")
     return "\n".join(lines)
@@ -295,12 +297,39 @@ def read_agreement_dir(path: str | Path):
 
 
 def read_human_dir(path: str | Path):
-    """agreement.csv of an ``edufair judge-human`` folder (or the file itself)."""
+    """agreement.csv of an ``edufair judge-human`` folder (or the file itself); with
+    ``--format edufair``'s corrected_verdicts.csv beside it, that frame in ``attrs["corrected"]``."""
     p = Path(path)
     f = p / "agreement.csv" if p.is_dir() else p
     if not f.is_file():
         raise EduFairError(f"{p}: no agreement.csv (an `edufair judge-human --out` folder)")
-    return pd.read_csv(f)
+    df = pd.read_csv(f)
+    corrected = f.parent / "corrected_verdicts.csv"
+    if corrected.is_file():
+        c = pd.read_csv(corrected)
+        c["note"] = c["note"].fillna("")
+        df.attrs["corrected"] = c
+    return df
+
+
+def corrected_verdicts_markdown(corrected) -> str:
+    """The units a judge-only or a corrected (PPI++) verdict flags, from ``judge-human --format
+    edufair``'s corrected_verdicts.csv, with the note where the two differ."""
+    c = corrected[(corrected["verdict_judge"] == "flag") | (corrected["verdict_corrected"] == "flag") | (corrected["note"] != "")]
+    head = (f"{len(corrected)} units: judge-only flags {int((corrected['verdict_judge'] == 'flag').sum())}, corrected flags "
+            f"{int((corrected['verdict_corrected'] == 'flag').sum())}.")
+    if not len(c):
+        return f"### Corrected verdicts (your labels)\n\n{head}\n"
+    table = pd.DataFrame({
+        "unit": c["task"] + " " + c["pair"] + " " + c["metric"],
+        "judge-only": [f"{e:.3f} [{lo:.3f}, {hi:.3f}]" for e, lo, hi in zip(c["judge_estimate"], c["judge_ci_low"],
+                                                                           c["judge_ci_high"])],
+        "corrected": [f"{e:.3f} [{lo:.3f}, {hi:.3f}]" if e == e else "n/a"
+                      for e, lo, hi in zip(c["corrected_estimate"], c["corrected_ci_low"], c["corrected_ci_high"])],
+        "labelled": c["n_labelled"], "verdicts": c["verdict_judge"] + " → " + c["verdict_corrected"], "note": c["note"],
+    })
+    return to_markdown(table, "Corrected verdicts (your labels)", head + " Mean paired difference a − b; judge-only vs "
+                       "prediction-powered (PPI++, Angelopoulos et al. 2023) from `edufair judge-human --format edufair`.")
 
 
 def judge_validity_section(scans: list[ValidityScan], params, *, agreement_dir: str | Path | None = None,

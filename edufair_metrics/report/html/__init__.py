@@ -35,7 +35,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from edufair_metrics.analysis.cells import cell_matrices, contrast_pairs
-from edufair_metrics.analysis.evidence import EVIDENCE_METRICS, level_cue_words
+from edufair_metrics.analysis.evidence import EVIDENCE_METRICS, level_cue_words, mask_spec, placebo_split_positions
 from edufair_metrics.analysis.grid import metric_kind
 from edufair_metrics.io import atomic_write_text
 from edufair_metrics.judge.parse import JUDGE_FIELDS
@@ -200,6 +200,7 @@ def _conditions(grid) -> dict[str, Any]:
             levels = []
         words = level_cue_words(cond)
         out[cond] = {
+            "mask": mask_spec(cond),  # the twin view's cue mask: where the twins part beyond the cue
             "levels": [{"level": lv.level, "dimension": lv.dimension, "cue_words": words.get(lv.level, [])} for lv in levels],
             "contrasts": [{"name": s.name, "dimension": s.dimension, "kind": s.kind, "headline": s.headline,
                            "pairs": [[list(a), list(b), s.pair_label(a, b)] for a, b in s.pairs]}
@@ -326,6 +327,8 @@ def write_html(out_dir: str | Path, *, runs, df, grid, units, params, headline, 
                         for ti in (spool.tutors.values() if spool else [])},
         "package": package,
         "files": list(summary_files),
+        # where the placebo pairs (one level run twice) part: the twin view's yardstick for its split
+        "placebo_splits": placebo_split_positions(spool.placebo_hashes()) if spool else {},
     }
     atomic_write_text(out_dir / INDEX, render_index(data))
     files = [INDEX] + sorted(str(p.relative_to(out_dir)) for p in viewer.rglob("*.js"))

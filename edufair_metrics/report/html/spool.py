@@ -24,7 +24,8 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from edufair_metrics.analysis.evidence import cue_spans, dialogue_evidence
+from edufair_metrics.analysis.evidence import cue_spans, dialogue_evidence, turn_keys
+from edufair_metrics.protocol.placebo import split_replicate_level
 from edufair_metrics.records import DialogueRecord
 
 BUCKETS = 32
@@ -70,6 +71,9 @@ class EvidenceSpool:
         self.prompt_spans: list[list[list[int]]] = []  # id -> cue spans [[start, end], ...]
         self.questions: dict[str, dict[str, str]] = {}  # domain -> {question id: question text}
         self.gold: dict[str, dict[str, str]] = {}  # domain -> {question id: gold answer}
+        # (tutor index, task) with a placebo replicate level: where the placebo pairs part is read back
+        # from their files (placebo_hashes), so no per-dialogue hashes stay in memory
+        self.replicated: set[tuple[int, str]] = set()
         self._open: OrderedDict[Path, Any] = OrderedDict()
         self.closed = False
 
@@ -111,6 +115,8 @@ class EvidenceSpool:
             self.gold.setdefault(t.domain, {}).setdefault(qid, ev["gold"])
         del ev["gold"]
         task = ev["task"] or f"{t.condition}_{t.domain}"
+        if split_replicate_level(t.level)[1] > 1:
+            self.replicated.add((ti, task))
         key = f"{ti}/{task}/{bucket_of(qid)}"
         line = js_json(ev)
         self._file(f"{key}.js").write(f'EF.d("{key}",{line});\n')  # under root: <tutor>/<task>/<bucket>.js
@@ -136,6 +142,21 @@ class EvidenceSpool:
             self._cleanup.detach()
         self.root = dest
         return dest
+
+    def placebo_hashes(self) -> dict[tuple[int, str, str, str], list[str]]:
+        """(tutor index, task, question id, level) -> the turns as comparable keys
+        (``analysis.evidence.turn_keys``) of every dialogue of the tasks holding a placebo
+        replicate, read back from the written files."""
+        self.close()
+        out: dict[tuple[int, str, str, str], list[str]] = {}
+        for ti, task in sorted(self.replicated):
+            for path in sorted((self.root / str(ti) / task).glob("*.js")):
+                for line in path.read_text(encoding="utf-8").splitlines():
+                    if not line.startswith("EF.d("):
+                        continue
+                    ev = json.loads(line[line.index(",") + 1: line.rindex(")")])
+                    out[(ti, task, str(ev["q"]), str(ev["lv"]))] = turn_keys(ev.get("turns") or [])
+        return out
 
     @property
     def size_bytes(self) -> int:

@@ -757,11 +757,50 @@
     Promise.all([loadCell(g.cell), loadQuestions().catch(function () { return null; })]).then(function (res) {
       var cell = res[0], bucket = bucketOf(cell, q);
       if (bucket === null) throw new Error("question " + q + " is not in this cell");
-      return loadChunk(tutor.ti, task, bucket).then(function (list) { renderTwin(g, cell, q, list, aLevels[ai], bLevels[bi], ai, bi); });
+      return loadChunk(tutor.ti, task, bucket).then(function (list) { renderTwin(g, cell, q, list, aLevels[ai], bLevels[bi], ai, bi, ((D.placebo_splits || {})[String(tutor.ti)] || {})[task]); });
     }).catch(function (e) { fail(e); });
   }
 
-  function renderTwin(g, cell, q, list, lvA, lvB, ai, bi) {
+  // a dialogue's turns with the condition's cues masked as a condition-blind judge sees them
+  // (protocol/cues.py's pattern and placeholders, analysis/evidence.mask_spec), whitespace normalised
+  var maskRe = {};
+  function maskedTurns(dlg, condition) {
+    var spec = ((D.conditions || {})[condition] || {}).mask;
+    if (spec && !maskRe[condition]) maskRe[condition] = new RegExp(spec.pattern, "gi");
+    return dlg.turns.map(function (t) {
+      var text = spec ? t[1].replace(maskRe[condition], function (m) { return spec.lookup[m.toLowerCase().replace(/[\s\-]+/g, " ")] || "[GROUP]"; }) : t[1];
+      return t[0] + "\n" + text.split(/\s+/).filter(Boolean).join(" ");
+    });
+  }
+
+  // the first turn at which two dialogues differ (analysis/evidence.first_split); null: identical
+  function firstSplit(a, b) {
+    if (!a || !b) return null;
+    for (var i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return i;
+    return a.length === b.length ? null : Math.min(a.length, b.length);
+  }
+
+  // where the twins part, read against where the placebo pairs (one level run twice) part
+  function splitNote(A, B, split, placebo) {
+    var p = el("p", {cls: "split-note", id: "split-note"});
+    if (!A || !B) { p.textContent = "Where the twins part is not known (a dialogue is missing)."; return p; }
+    if (split === null) p.appendChild(document.createTextNode("The twins do not differ beyond the cue: every turn is the same once the cue is masked. "));
+    else p.appendChild(el("b", {text: "The twins part at turn " + split + " (the first turn that differs beyond the cue). "}));
+    if (placebo && placebo.n) {
+      var at = placebo.at || {}, upto = 0;
+      Object.keys(at).forEach(function (k) { if (split !== null && +k <= split) upto += at[k]; });
+      var pct = function (x) { return Math.round(100 * x / placebo.n) + "%"; };
+      p.appendChild(document.createTextNode("Placebo pairs of this task (the same level run twice, " + placebo.n + " pairs): " +
+        (split !== null ? pct(upto) + " part at or before turn " + split + ", " : "") + pct(placebo.never) + " never part. " +
+        (split !== null ? (upto / placebo.n < 0.2 ? "This split comes earlier than most placebo pairs part: more likely the cue's doing." :
+          "Placebo pairs part this early too: ordinary dialogue noise can explain it.") : "")));
+    } else {
+      p.appendChild(document.createTextNode("No placebo pairs in this run (the edufair.placebo replicate, one level run twice, gives the yardstick)."));
+    }
+    return p;
+  }
+
+  function renderTwin(g, cell, q, list, lvA, lvB, ai, bi, placebo) {
     var find = function (lv) { return list.filter(function (x) { return x.q === q && x.lv === lv; })[0]; };
     var A = find(lvA), B = find(lvB);
     var m = cell.m[g.metric], idx = ranked(cell, m[0]), pos = idx.indexOf(cell.q.indexOf(q));
@@ -805,12 +844,15 @@
     });
     [A, B].forEach(function (x) { twin.appendChild(x ? promptBox(x, g.condition) : el("div", {cls: "prompt", text: "—"})); });
     var n = Math.max(A ? A.turns.length : 0, B ? B.turns.length : 0);
+    var split = A && B ? firstSplit(maskedTurns(A, g.condition), maskedTurns(B, g.condition)) : null;
     for (var i = 0; i < n; i++) {
+      if (i === split) twin.appendChild(el("div", {cls: "split-mark", id: "split-mark", "data-turn": i, text: "the twins part here (turn " + i + "): the first turn that differs beyond the cue"}));
       twin.appendChild(A ? turnBox(A, i, g.condition, g.metric) : el("div", {cls: "gap"}));
       twin.appendChild(B ? turnBox(B, i, g.condition, g.metric) : el("div", {cls: "gap"}));
     }
     twin.appendChild(A ? endNote(A) : el("div"));
     twin.appendChild(B ? endNote(B) : el("div"));
+    app.appendChild(splitNote(A, B, split, placebo));
     app.appendChild(twin);
     app.appendChild(el("p", {cls: "small muted"}, el("mark", {cls: "cue", text: "cue"}), " the demographic cue in the system prompt · ",
       el("span", {cls: "cueword", text: "word"}), " a turn repeating the cue · ", el("mark", {cls: "stop", text: "span"}),
