@@ -7,6 +7,8 @@ Contract tests: ``tests/lmeval/test_contracts.py``.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 from typing import Any, Callable
 
@@ -246,15 +248,19 @@ class _SessionHeader:
             key = self._key(kwargs.get("messages"))
             if key is None:
                 return real_sync(*args, **kwargs)
-            had, before = "_header" in real.__dict__, real.__dict__.get("_header")
-            real._header = {**real.header, SESSION_HEADER: key}  # TemplateAPI.header reads _header first
+            # TemplateAPI.header: a cached_property in lm-eval 0.4.13 (the instance's own entry
+            # wins), a property over ``_header`` in older releases
+            slot = "header" if isinstance(inspect.getattr_static(type(real), "header", None),
+                                          functools.cached_property) else "_header"
+            had, before = slot in real.__dict__, real.__dict__.get(slot)
+            real.__dict__[slot] = {**real.header, SESSION_HEADER: key}
             try:
                 return real_sync(*args, **kwargs)
             finally:
                 if had:
-                    real._header = before
+                    real.__dict__[slot] = before
                 else:
-                    real.__dict__.pop("_header", None)
+                    real.__dict__.pop(slot, None)
 
         self.real.amodel_call, self.real.model_call = amodel_call, model_call  # shadow the methods
         return self

@@ -83,7 +83,7 @@ class Router:
                      "--prometheus-host", "127.0.0.1", "--prometheus-port", str(free_port()),
                      "--worker-startup-check-interval", "1", "--worker-startup-timeout-secs", "60",
                      "--health-check-interval-secs", "1", "--health-failure-threshold", "1",
-                     "--log-level", "warn", *extra]
+                     "--log-level", "warning", *extra]
         self.log = log
         self.proc: subprocess.Popen | None = None
 

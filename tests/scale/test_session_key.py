@@ -42,7 +42,7 @@ def test_harness_model_sends_each_requests_key(num_concurrent):
     with FakeOpenAI(responder=lambda req: f"re: {req.messages[-1]['content']}") as srv:
         lm = LocalChatCompletion(model="x", base_url=srv.base_url + "/chat/completions", tokenized_requests=False,
                                  num_concurrent=num_concurrent, max_retries=1)
-        header_before = lm._header
+        header_before = lm.header
         model = HarnessModel(lm)
         ctxs = [model.render([{"role": "user", "content": f"ask {i}"}]) for i in range(len(docs))]
         outs = model.generate(ctxs, {"until": [], "max_gen_toks": 8}, docs)
@@ -54,7 +54,7 @@ def test_harness_model_sends_each_requests_key(num_concurrent):
             assert set(req.body) >= {"messages", "model"} and "user" not in req.body  # the body is lm-eval's own
             assert header(req, "Authorization") is not None  # lm-eval's own headers are kept
         # nothing stays behind on the model: later calls outside EduFair send what lm-eval sends
-        assert lm._header is header_before
+        assert lm.header == header_before and lm.header.get(SESSION_HEADER) is None
         assert "amodel_call" not in lm.__dict__ and "model_call" not in lm.__dict__
 
 
