@@ -17,6 +17,8 @@ process (start-up and writing the samples included) over every request.
     nice -n 10 python tests/scale/bench_client_ceiling.py [--questions 40] [--turns 5] \
         [--concurrency 16 64 256] [--repeats 1] [--profile DIR]
 
+(README quotes ``--questions 30``: ~10 minutes on a shared 2-core machine.)
+
 ``--profile DIR``: also run the middle level under py-spy (``pip install py-spy``), all threads,
 and print the top functions by own time (raw folded stacks kept in DIR).
 """
