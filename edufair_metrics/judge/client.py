@@ -11,6 +11,7 @@ from typing import Any
 
 import tenacity
 
+from edufair_metrics.affinity import SESSION_HEADER, session_key_of
 from edufair_metrics.cache import CallCache, storable_excerpt, unstorable_text
 from edufair_metrics.failures import CallFailure, FailureKind, classify, describe
 from edufair_metrics.judge.parse import JudgeOutputError, parse_judge_output
@@ -54,7 +55,9 @@ class _Stats:
 
 
 def _call_once(client, settings: JudgeSettings, messages: list[dict[str, str]],
-               stats: _Stats | None = None) -> tuple[str, str | None]:
+               stats: _Stats | None = None, session: str | None = None) -> tuple[str, str | None]:
+    """One HTTP attempt. ``session``: the dialogue's routing key, sent as a header (a router keeps
+    the dialogue's judge requests, which share their prefix, on one replica; edufair_metrics.affinity)."""
     kwargs: dict[str, Any] = {
         "model": settings.model,
         "messages": messages,
@@ -68,6 +71,8 @@ def _call_once(client, settings: JudgeSettings, messages: list[dict[str, str]],
         kwargs["reasoning_effort"] = settings.reasoning_effort
     if settings.extra_body:
         kwargs["extra_body"] = dict(settings.extra_body)
+    if session is not None:
+        kwargs["extra_headers"] = {SESSION_HEADER: session}
     try:
         resp = client.chat.completions.create(**kwargs)
     except Exception as exc:  # noqa: BLE001 - classified, retried or reported
@@ -96,6 +101,7 @@ def judge_turn(
 ) -> TurnJudgement:
     """Label one tutor turn: cache, then up to 1 + max_retries attempts with backoff."""
     messages = build_messages(transcript, turn_index)
+    session = session_key_of(transcript)
     key_obj = {"namespace": "judge", **settings.output_identity(), "messages": messages}
     if cache is not None:
         hit = cache.get(key_obj)
@@ -113,7 +119,7 @@ def judge_turn(
         if stats:
             stats.request()
         try:
-            content, finish = _call_once(client, settings, messages, stats)
+            content, finish = _call_once(client, settings, messages, stats, session)
             unstorable = unstorable_text(content)
             if unstorable is not None:  # a lone surrogate, NUL bytes, megabytes: a bad body, retried
                 last_raw["raw"] = storable_excerpt(content)

@@ -7,6 +7,8 @@ Contract tests: ``tests/lmeval/test_contracts.py``.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 from typing import Any, Callable
 
@@ -15,6 +17,7 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.registry import get_model
 from lm_eval.utils import simple_parse_args_string
 
+from edufair_metrics.affinity import SESSION_HEADER, session_key_of
 from edufair_metrics.cache import model_identity
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.failures import CallFailure, FailureKind, classify, describe
@@ -134,7 +137,8 @@ class HarnessModel:
             for j, (ctx, doc) in enumerate(zip(contexts, docs))
         ]
         lm = self.real if retry else self.lm
-        with _AnswerHook(self.real, on_answer), _BodyCheck(self.real, self.counts), \
+        keys = {prompt_text(ctx): session_key_of(doc) for ctx, doc in zip(contexts, docs)}
+        with _AnswerHook(self.real, on_answer), _BodyCheck(self.real, self.counts), _SessionHeader(self.real, keys), \
                 _AttemptCounter(self.real, self.counts), _IsolateFailures(self.real), quiet_request_bars():
             outs = list(lm.generate_until(instances))
         outputs = [failure_in(out) or out for out in outs]
@@ -205,6 +209,80 @@ class _AttemptCounter:
         if self.active:
             self.real.__dict__.pop("amodel_call", None)
             self.real.__dict__.pop("model_call", None)
+
+
+class _SessionHeader:
+    """While EduFair's calls run, each request of an API model carries its dialogue's routing key
+    in the :data:`~edufair_metrics.affinity.SESSION_HEADER` header, so that a router keeps the
+    dialogue on one replica (``edufair_metrics.affinity``). lm-eval sends a batched call's requests
+    through one aiohttp session with the model's fixed ``header``: each attempt of ``amodel_call``
+    (installed as an instance attribute, the innermost of EduFair's wrappers) gets that session
+    wrapped so that its ``post`` adds the request's own key, found by the request's prompt. The
+    sequential path (``num_concurrent`` 1: ``model_call``, one request per call) sends the key
+    in the model's headers for that call. Headers only: no request body changes."""
+
+    def __init__(self, real_lm, keys: dict[str, str | None]) -> None:
+        self.real = real_lm
+        self.keys = {p: k for p, k in keys.items() if k is not None}
+        self.active = bool(self.keys) and is_api_model(real_lm) and hasattr(real_lm, "amodel_call")
+
+    def _key(self, messages) -> str | None:
+        try:
+            return self.keys.get(prompt_text(messages[0])) if messages else None
+        except (TypeError, IndexError, KeyError):
+            return None
+
+    def __enter__(self):
+        if not self.active:
+            return self
+        real_async, real_sync = self.real.amodel_call, self.real.model_call
+        real = self.real
+
+        async def amodel_call(*args, **kwargs):
+            key = self._key(kwargs.get("messages"))
+            if key is not None and kwargs.get("session") is not None:
+                kwargs["session"] = _KeyedSession(kwargs["session"], key)
+            return await real_async(*args, **kwargs)
+
+        def model_call(*args, **kwargs):
+            key = self._key(kwargs.get("messages"))
+            if key is None:
+                return real_sync(*args, **kwargs)
+            # TemplateAPI.header: a cached_property in lm-eval 0.4.13 (the instance's own entry
+            # wins), a property over ``_header`` in older releases
+            slot = "header" if isinstance(inspect.getattr_static(type(real), "header", None),
+                                          functools.cached_property) else "_header"
+            had, before = slot in real.__dict__, real.__dict__.get(slot)
+            real.__dict__[slot] = {**real.header, SESSION_HEADER: key}
+            try:
+                return real_sync(*args, **kwargs)
+            finally:
+                if had:
+                    real.__dict__[slot] = before
+                else:
+                    real.__dict__.pop(slot, None)
+
+        self.real.amodel_call, self.real.model_call = amodel_call, model_call  # shadow the methods
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.active:
+            self.real.__dict__.pop("amodel_call", None)
+            self.real.__dict__.pop("model_call", None)
+
+
+class _KeyedSession:
+    """An aiohttp ``ClientSession`` whose ``post`` adds one routing-key header; all else is the
+    session's own."""
+
+    def __init__(self, session, key: str) -> None:
+        self._session, self._key = session, key
+
+    def post(self, *args, headers=None, **kwargs):
+        return self._session.post(*args, headers={**(headers or {}), SESSION_HEADER: self._key}, **kwargs)
+
+    def __getattr__(self, name: str):
+        return getattr(self._session, name)
 
 
 # ---- one failed request of a batched API call fails only itself ---------------------------------

