@@ -112,3 +112,71 @@ def boundaries(fractions: Sequence[float], alpha: float = 0.05) -> list[Look]:
 def nominal_levels(fractions: Sequence[float], alpha: float = 0.05) -> list[float]:
     """Each look's nominal two-sided level (:func:`boundaries`)."""
     return [look.nominal_alpha for look in boundaries(fractions, alpha)]
+
+
+# ---- one look of an audit -----------------------------------------------------------------------
+
+UNTIL = ("flag", "certify", "units", "gate")
+
+
+@dataclass(frozen=True)
+class LookDecision:
+    """What one look decided about a tutor's headline family (metric kind ``kind``): its units,
+    how many are flagged / certified at the look's nominal level, and whether the audit's goal
+    (``until``) is reached."""
+
+    questions: int
+    nominal_alpha: float
+    units: int
+    flagged: int
+    certified: int
+    reached: bool
+    status: str  # what the goal reads now: e.g. "flagged", "certified", "open"
+
+    @property
+    def decided(self) -> int:
+        return self.flagged + self.certified
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+def look_decision(df, *, nominal_alpha: float, params, until: str, kind: str = "pedagogical") -> LookDecision:
+    """The verdicts of the long score frame ``df`` at the look's ``nominal_alpha`` (the report's
+    own grid and units, ``grid.contrast_grid(fdr_alpha=nominal_alpha)``: flags at FDR level
+    nominal_alpha, TOST sides at nominal_alpha) and whether ``until`` is reached: ``flag`` = a
+    headline unit flagged, ``certify`` = every headline unit certified, ``units`` = every headline
+    unit flagged or certified. (``gate`` is decided by ``compare_frames`` at the end: it takes no
+    level, so it cannot stop early; see ``local/audit.py``.)"""
+    from edufair_metrics.analysis.grid import contrast_grid, dimension_summary
+    from edufair_metrics.analysis.noise import unit_noise
+
+    if until not in UNTIL:
+        raise EduFairError(f"--until must be one of {', '.join(UNTIL)}, got {until!r}")
+    questions = int(df["question_id"].nunique()) if len(df) else 0
+    if not len(df) or nominal_alpha <= 0:
+        return LookDecision(questions, nominal_alpha, 0, 0, 0, False, "open")
+    grid = contrast_grid(df, n_boot=params.n_boot, seed=params.seed, min_pairs=params.min_pairs,
+                         ses_summary=params.ses_summary, fdr_method=params.fdr_method,
+                         equivalence_margin=params.equivalence_margin, fdr_alpha=nominal_alpha)
+    if not len(grid):
+        return LookDecision(questions, nominal_alpha, 0, 0, 0, False, "open")
+    units = unit_noise(dimension_summary(grid, ses_summary=params.ses_summary), grid, ses_summary=params.ses_summary)
+    head = units[units["headline"].astype(bool) & (units["metric_kind"] == kind)]
+    is_flag = (head["verdict"] == "flag").to_numpy()
+    flagged = int(is_flag.sum())
+    certified = int((head["certified"].astype(bool).to_numpy() & ~is_flag).sum())  # a flagged unit counts once
+    n = len(head)
+    if until == "flag":
+        reached, status = flagged > 0, "flagged" if flagged else "open"
+    elif until == "certify":
+        reached = n > 0 and certified == n
+        status = "certified" if reached else "open"
+    elif until == "units":
+        reached = n > 0 and flagged + certified >= n
+        status = "every unit decided" if reached else "open"
+    else:
+        reached, status = False, "open (the gate is decided at the end)"
+    return LookDecision(questions, nominal_alpha, n, flagged, certified, reached, status)
