@@ -79,6 +79,11 @@ def main(args: argparse.Namespace) -> int:
         tutor_gk.update(parse_model_args(args.gen_kwargs))
     settings = resolve_runner_settings(template_settings(), metadata)
     found = task_documents(args.task, cell["condition"], cell["domain"], settings)
+    # bad input before any model is built: a budget below one batch
+    from edufair_metrics.local.audit import batches_within_budget
+    from edufair_metrics.run.documents import question_blocks
+
+    batches_within_budget(question_blocks(list(enumerate(found.documents))), plan, args.task)
     tutor_args = parse_model_args(args.model_args)
     tutor_lm = build_student({"model": args.model, "model_args": tutor_args, "batch_size": 1})
     tutor_id = identity(args.model, tutor_args)
