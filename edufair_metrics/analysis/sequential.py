@@ -81,7 +81,7 @@ def boundaries(fractions: Sequence[float], alpha: float = 0.05) -> list[Look]:
         target = spent - prev_spent
         sd = math.sqrt(t - prev_t)
         if grid is None:  # first look: S(t) ~ N(0, t)
-            def cross(b):
+            def cross(b, t=t):
                 return 2 * norm.sf(b / math.sqrt(t))
         else:
             du = grid[1] - grid[0]
@@ -92,7 +92,7 @@ def boundaries(fractions: Sequence[float], alpha: float = 0.05) -> list[Look]:
         if target <= cross(hi):  # nothing left to spend at this look: it can never stop
             b = math.inf
         else:
-            b = brentq(lambda x: cross(x) - target, 1e-9, hi, xtol=1e-10)
+            b = brentq(lambda x, target=target: cross(x) - target, 1e-9, hi, xtol=1e-10)
         c = b / math.sqrt(t)
         looks.append(Look(t, spent, c, float(2 * norm.sf(c)) if math.isfinite(c) else 0.0))
         # the continuation sub-density at this look, for the next one
