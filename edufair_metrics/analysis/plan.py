@@ -215,7 +215,9 @@ def plan_family(inputs: FamilyInputs, goal: PlanGoal, *, throughput: float | Non
     (:func:`plan_cost`)."""
     goal.validate()
     options = []
-    for k in range(1, goal.max_replicates + 1):
+    # without a measured within-question share replicates change nothing (ρ_k = ρ₁): k = 1 only
+    top = goal.max_replicates if inputs.within_share > 0 else 1
+    for k in range(1, top + 1):
         n = _smallest_n(_start_n(inputs, goal, k), inputs, goal, k)
         if n is None:
             continue

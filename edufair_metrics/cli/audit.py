@@ -38,7 +38,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alpha", type=float, default=0.05, help="the audit's total α, spent over the looks (default 0.05)")
     parser.add_argument("--baseline", default=None, help="with --until gate: the baseline run the gate compares with")
     parser.add_argument("--max-increase", type=float, default=0.05, help="with --until gate: the gate's margin")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no batch progress bar (TQDM_DISABLE=1 also hides the dialogue runner's turn bars)")
     add_stat_args(parser, simultaneous=False)
 
 

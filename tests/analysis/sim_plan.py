@@ -15,6 +15,7 @@ standard error.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import time
 
@@ -59,6 +60,7 @@ def decided(scores, goal: PlanGoal, params: StatParams) -> bool:
 
 
 def scenario(name, goal, between, within, reps, rng, params, pilot_q=60, pilot_k=2):
+    params = dataclasses.replace(params, equivalence_margin=goal.margin)  # the report's margin = the goal's
     delta = delta_for(goal.true_effect, between, within)
     pilot = make(pilot_q, pilot_k, between, within, delta, rng)
     grid, _ = analyse_frame(scores_frame(pilot), params)

@@ -78,9 +78,10 @@ def main(argv=None) -> None:
     parser.add_argument("--margin", type=float, default=0.15)
     parser.add_argument("--fair-r", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--n-boot", type=int, default=100)
     args = parser.parse_args(argv)
     rng = np.random.default_rng(args.seed)
-    params = StatParams(n_boot=200, seed=0, equivalence_margin=args.margin)
+    params = StatParams(n_boot=args.n_boot, seed=0, equivalence_margin=args.margin)
     plan = plan_family(assumed_inputs(), PlanGoal("certify", args.fair_r, margin=args.margin))
     n = plan.chosen.questions
     print(f"fixed-n plan: {n} questions (certify true |r| {args.fair_r} within {args.margin} with "
