@@ -131,3 +131,15 @@ def test_bad_input_is_one_line(tmp_path):
     for bad in (AuditPlan(0, 10), AuditPlan(10, 0), AuditPlan(10, 5, until="never"), AuditPlan(10, 5, alpha=0.7)):
         with pytest.raises(EduFairError):
             bad.validate()
+
+
+def test_cli_budget_below_one_batch_is_one_line_before_any_model(tmp_path, capsys):
+    from edufair_metrics.cli import main
+
+    meta = {"edufair": {"bank_dir": str(_bank(tmp_path / "bank")), "levels": LEVELS, "judge": {"enabled": False},
+                        "student": {"model": "local-chat-completions", "model_args": {"base_url": "http://127.0.0.1:9/v1"}}}}
+    rc = main(["audit", "--task", TASK, "--model", "local-chat-completions", "--model_args", "model=x",
+               "--metadata", json.dumps(meta), "--out", str(tmp_path / "out"), "--budget", "3", "--batch", "5"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "below one batch" in err and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()

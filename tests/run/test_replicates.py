@@ -227,3 +227,12 @@ def test_pooling_refuses_runs_of_different_k():
     with pytest.raises(EduFairError, match="replicates") as ei:
         check_compatible([R(one), R(two)])
     assert "\n" not in str(ei.value)
+
+
+def test_report_section_shows_components_only_where_measured():
+    from edufair_metrics.report.replicates import TITLE, replicates_markdown
+
+    comp = variance_components(scores_frame(_scores(n_q=100, k=3, seed=2), replicates="keep"))
+    text = replicates_markdown(comp)
+    assert TITLE in text and "k_star" in text and "replicates" in text
+    assert replicates_markdown(comp.iloc[0:0]) == ""
