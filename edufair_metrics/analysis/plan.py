@@ -229,9 +229,9 @@ def plan_family(inputs: FamilyInputs, goal: PlanGoal, *, throughput: float | Non
     feasible = [o for o in options if o.feasible]
     chosen = min(feasible, key=lambda o: (o.relative_cost, o.replicates)) if feasible else None
     if chosen is not None:
-        reason = "cheapest plan that decides with the requested probability"
+        reason = "the cheapest plan that decides with the requested probability"
         if goal.decision == "certify":
-            reason += " (replicates do not help certify: the null of r does not depend on k)"
+            reason += "; replicates do not help certify: the null of r does not depend on k"
     elif options:
         best = min(options, key=lambda o: o.questions)
         reason = (f"bank too small: the goal needs {best.questions} questions per task (at k = {best.replicates}), the "
