@@ -82,12 +82,18 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--only", type=int, default=None, help="run only scenario N (0, 1, 2)")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(args.seed)
     params = StatParams(n_boot=200, seed=0)
-    scenario("flag |r| = 0.30, within-question noise dominates", PlanGoal("flag", 0.30), 0.05, 0.20, args.reps, rng, params)
-    scenario("flag |r| = 0.25, no within-question noise", PlanGoal("flag", 0.25), 0.20, 1e-6, args.reps, rng, params)
-    scenario("certify a fair tutor within 0.15", PlanGoal("certify", 0.0, margin=0.15), 0.05, 0.10, args.reps, rng, params)
+    scenarios = [
+        ("flag |r| = 0.30, within-question noise dominates", PlanGoal("flag", 0.30), 0.05, 0.20),
+        ("flag |r| = 0.25, no within-question noise", PlanGoal("flag", 0.25), 0.20, 1e-6),
+        ("certify a fair tutor within 0.15", PlanGoal("certify", 0.0, margin=0.15), 0.05, 0.10),
+    ]
+    for i, (name, goal, between, within) in enumerate(scenarios):
+        if args.only is None or i == args.only:
+            scenario(name, goal, between, within, args.reps, rng, params)
 
 
 if __name__ == "__main__":
