@@ -22,8 +22,9 @@ Deciding at n questions per task (the report's verdicts, ``analysis.verdicts``):
   ``Φ((ρ_k √n / √(n V0) − z_{1−a/2}) / √(1 − ρ_k²))`` at the unit's level ``a = α / (m · k_pairs)``
   (BH over the family's m units with only this one affected; Bonferroni over its k_pairs pairs);
 * certify (the whole headline, intersection–union): every one of the R rows' TOST passes,
-  ``P = Π_rows [Φ((M − z se − ρ)/se) − Φ((−M + z se − ρ)/se)]``, se = (se √n)/√n (both tails
-  count at ρ = 0: Schuirmann 1987).
+  ``P = Π_rows [Φ((M − z se − ρ)/se) − Φ((−M + z se − ρ)/se)]`` (both tails count at ρ = 0:
+  Schuirmann 1987), with ``se · √n`` the larger of the pilot's bootstrap one and the power model's
+  ``√(n V0 (1 − ρ²))`` at the goal's ρ, as the verdicts take it (``verdicts.equivalence_se``).
 The starting n comes from ``verdicts.n_for_flag`` / ``verdicts.n_for_certify`` (per-row power
 ``power^(1/R)`` for the family); the planner then takes the smallest n whose probability above
 reaches the goal (bisection), at least the pair minimum. Among k = 1..``max_replicates`` it picks
@@ -111,6 +112,17 @@ class FamilyInputs:
     # per role and dialogue, from the pilot's measured call counts: {"calls", "prompt_tokens", "completion_tokens"}
     per_dialogue: dict[str, dict[str, float]] = field(default_factory=dict)
     source: str = "pilot"
+    # the pilot's bootstrap standard error of r times √n (median): with the power model's
+    # √(null_var_n (1 − ρ²)) at the goal's ρ, the verdicts' conservative se (verdicts.equivalence_se);
+    # None (stated assumptions): se_n as given
+    boot_se_n: float | None = None
+
+    def certify_se_n(self, rho: float) -> float:
+        """se(r)·√n at true r = ``rho``: the larger of the bootstrap's and the power model's, as
+        the verdicts take it (a pilot's own r would understate it for a fair tutor)."""
+        if self.boot_se_n is None or not math.isfinite(self.boot_se_n):
+            return self.se_n
+        return max(self.boot_se_n, math.sqrt(self.null_var_n * max(1 - rho * rho, 0.0)))
 
 
 @dataclass
@@ -177,7 +189,7 @@ def decide_probability(n: float, inputs: FamilyInputs, goal: PlanGoal, k: int = 
     rho = effect_at_k(goal.true_effect, inputs.within_share, k)
     if goal.decision == "flag":
         return prob_flag(n, inputs.null_var_n, rho, goal.alpha / max(inputs.units * inputs.pairs_per_unit, 1))
-    return prob_certify_row(n, inputs.se_n, rho, goal.margin, goal.alpha) ** max(inputs.rows, 1)
+    return prob_certify_row(n, inputs.certify_se_n(rho), rho, goal.margin, goal.alpha) ** max(inputs.rows, 1)
 
 
 def _smallest_n(start: float, inputs: FamilyInputs, goal: PlanGoal, k: int) -> int | None:
@@ -205,7 +217,8 @@ def _start_n(inputs: FamilyInputs, goal: PlanGoal, k: int) -> float:
     if goal.decision == "flag":
         a = goal.alpha / max(inputs.units * inputs.pairs_per_unit, 1)
         return float(n_for_flag(1.0, inputs.null_var_n, rho, a, goal.power))
-    return float(n_for_certify(1.0, inputs.se_n, rho, goal.margin, goal.alpha, goal.power ** (1 / max(inputs.rows, 1))))
+    return float(n_for_certify(1.0, inputs.certify_se_n(rho), rho, goal.margin, goal.alpha,
+                               goal.power ** (1 / max(inputs.rows, 1))))
 
 
 def plan_family(inputs: FamilyInputs, goal: PlanGoal, *, throughput: float | None = None,
@@ -304,7 +317,8 @@ def family_inputs(grid, components, *, dialogues: dict[str, dict[str, float]] | 
             pairs_per_unit=int(np.median(fam["unit_pairs"])) if "unit_pairs" in fam.columns else 1,
             null_var_n=float(np.nanmedian(v0 * n)), se_n=float(np.nanmedian(se * np.sqrt(n))),
             within_share=share, within_source=src, dialogues_per_question=per_q, tasks=1,
-            bank_questions=bank, pilot_questions=float(np.median(n)), per_dialogue=per_role))
+            bank_questions=bank, pilot_questions=float(np.median(n)), per_dialogue=per_role,
+            boot_se_n=float(np.nanmedian(fam["boot_sd"].to_numpy(dtype=float) * np.sqrt(n)))))
     return out
 
 
