@@ -161,6 +161,10 @@ class Transcript:
     # "student_turn_index"} (edufair_metrics.dialogue.state.StopEvidence); None for failed or
     # unfinished dialogues and for transcripts written before it was recorded.
     stop_evidence: dict[str, Any] | None = None
+    # replicate dialogues (edufair.replicates, protocol/replicates.py): this dialogue's index 1..k and
+    # its tutor sampling seed (None: the tutor's own); stored only on replicates r >= 2 of a k > 1 run
+    replicate: int = 1
+    tutor_seed: int | None = None
 
     @property
     def complete(self) -> bool:
@@ -172,6 +176,8 @@ class Transcript:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["turns"] = [t.to_dict() for t in self.turns]
+        if d["replicate"] == 1 and d["tutor_seed"] is None:  # a k = 1 record: as before replicates existed
+            del d["replicate"], d["tutor_seed"]
         return d
 
     @classmethod
@@ -238,6 +244,7 @@ class DialogueScores:
     # per pedagogical metric [n_applicable, n_positive]: the turns its rate averages and those
     # labelled 1 (scores.TURN_COUNTS_VERSION); empty when unknown (scores without judgements)
     turn_counts: dict[str, list[int]] = field(default_factory=dict)
+    replicate: int = 1  # the dialogue's replicate index (edufair.replicates); 1 in a k = 1 run
 
     @property
     def labelled_turns(self) -> int:
@@ -252,6 +259,8 @@ class DialogueScores:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["scores"] = {k: nan_to_none(v) for k, v in self.scores.items()}
+        if d["replicate"] == 1:  # k = 1 scores: as before replicates existed
+            del d["replicate"]
         return d
 
     @classmethod
@@ -261,6 +270,7 @@ class DialogueScores:
         obj = _from_dict(cls, data)
         obj.scores = {k: none_to_nan(v) for k, v in obj.scores.items()}
         obj.failed = bool(obj.failed)
+        obj.replicate = int(obj.replicate or 1)
         counts = obj.turn_counts if isinstance(obj.turn_counts, dict) else {}
         obj.turn_counts = {str(k): [int(v[0]), int(v[1])] for k, v in counts.items()
                            if isinstance(v, (list, tuple)) and len(v) == 2}
@@ -398,10 +408,12 @@ class DialogueRecord:
         return bool(self.transcript.turns)
 
     @property
-    def key(self) -> tuple[str, str, str, str]:
-        """(task, condition, level, question_id): one dialogue of one run."""
+    def key(self) -> tuple[str, ...]:
+        """(task, condition, level, question_id): one dialogue of one run; replicate r >= 2 of a
+        question and level (``edufair.replicates``) adds ``"replicate<r>"``."""
         t = self.transcript
-        return (t.task or self.scores.task, t.condition, t.level, str(t.question_id))
+        key = (t.task or self.scores.task, t.condition, t.level, str(t.question_id))
+        return key if t.replicate == 1 else key + (f"replicate{t.replicate}",)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -444,7 +456,8 @@ class DialogueRecord:
         transcript = Transcript.from_dict({"stop_reason": "", **raw_t})
         judgements = [TurnJudgement.from_dict(j) for j in data.get("judgements") or []]
         # a record not yet scored (a transcript to judge) has empty scores: its identity is the transcript's
-        ident = {k: getattr(transcript, k) for k in ("question_id", "domain", "condition", "dimension", "level", "task")}
+        ident = {k: getattr(transcript, k) for k in ("question_id", "domain", "condition", "dimension", "level", "task",
+                                                      "replicate")}
         scores = DialogueScores.from_dict({**ident, "scores": {}, **raw_s})  # judged_turns -> sent_turns
         scores.task = scores.task or transcript.task
         scores.stop_reason = transcript.stop_reason or None

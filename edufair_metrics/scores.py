@@ -141,6 +141,7 @@ def score_dialogue(transcript: Transcript, judgements: list[TurnJudgement]) -> D
         sent_turns=sent,
         failed=transcript_failed(transcript),
         turn_counts={m: [len(v), int(round(sum(v)))] for m, v in values.items()},
+        replicate=transcript.replicate,
     )
 
 

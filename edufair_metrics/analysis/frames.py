@@ -11,7 +11,7 @@ from edufair_metrics.records import ALL_METRICS, PEDAGOGICAL_METRICS, DialogueSc
 COUNT_COLUMNS = ("n_applicable", "n_positive")
 
 
-def scores_frame(runs_or_scores: Iterable[Any], *, keep_failed: bool = False):
+def scores_frame(runs_or_scores: Iterable[Any], *, keep_failed: bool = False, replicates: str = "mean"):
     """Long DataFrame with columns tutor, task, domain, condition, dimension, level, question_id,
     metric, value, n_applicable, n_positive (one row per dialogue and metric, NaN = no value): the
     input of the paired statistics. ``n_applicable`` / ``n_positive`` (pedagogical metrics only,
@@ -20,7 +20,13 @@ def scores_frame(runs_or_scores: Iterable[Any], *, keep_failed: bool = False):
     the turn-level test (``analysis.turns``). A dialogue ended by a failed call
     (``DialogueScores.failed``) is left out unless ``keep_failed``: its partial turns would create
     artefactual differences (fewer tutor turns, other word ratios), so the question's pairs with
-    that level drop out of the contrasts."""
+    that level drop out of the contrasts.
+
+    Replicate dialogues (``edufair.replicates``: k dialogues per question and level):
+    ``replicates="mean"`` (the default, what every paired statistic reads) averages each question's
+    replicates within each level (``analysis.replicates.average_replicates``: the question stays
+    the unit of inference); ``"keep"`` keeps one row per dialogue with a ``dialogue_replicate``
+    column (the variance components). A k = 1 run is the same frame either way, without the column."""
     import numpy as np
     import pandas as pd
 
@@ -45,6 +51,14 @@ def scores_frame(runs_or_scores: Iterable[Any], *, keep_failed: bool = False):
             if m in PEDAGOGICAL_METRICS:
                 counts[:, k] = [s.turn_counts[m][j] if m in s.turn_counts else np.nan for s in scores]
         long[name] = counts.ravel(order="F")
+    if any(s.replicate != 1 for s in scores):
+        from edufair_metrics.analysis.replicates import REPLICATE_COLUMN, average_replicates
+
+        if replicates not in ("mean", "keep"):
+            raise ValueError(f"replicates must be 'mean' or 'keep', got {replicates!r}")
+        long[REPLICATE_COLUMN] = np.tile(np.asarray([s.replicate for s in scores], dtype=np.int64), len(cols))
+        if replicates == "mean":
+            long = average_replicates(long)
     return long
 
 

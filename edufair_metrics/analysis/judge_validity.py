@@ -415,7 +415,7 @@ def validity_scores(dialogues: Sequence[DialogueRecord], *, detection: TurnDetec
                   DISAGREEMENT_METRIC: sum(disagree) / len(disagree) if disagree else NAN}
         out.append(DialogueScores(question_id=str(t.question_id), domain=t.domain, condition=t.condition, dimension=t.dimension,
                                   level=t.level, scores=scores, tutor=d.scores.tutor, task=t.task or d.scores.task,
-                                  failed=d.scores.failed))
+                                  failed=d.scores.failed, replicate=d.scores.replicate))
     return out
 
 

@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "view": ("edufair_metrics.cli.view", "serve a report's HTML view (verdict grid, twin transcripts) on a loopback port"),
     "leaderboard": ("edufair_metrics.cli.leaderboard", "rank tutors by fairness and pedagogy"),
     "compare": ("edufair_metrics.cli.compare", "CI gate: is a candidate tutor less fair than a baseline?"),
+    "audit": ("edufair_metrics.cli.audit", "sequential audit: run a task in batches, stop once the decision is reached or the budget spent"),
+    "plan": ("edufair_metrics.cli.plan", "questions x replicates (and cost) an audit needs to flag or certify, from a pilot"),
     "demo": ("edufair_metrics.cli.demo", "run a real EduFair task end to end on the embedded local model"),
     "cache": ("edufair_metrics.cli.cache", "show or clear the persistent call cache"),
     "judge-human": ("edufair_metrics.cli.judge_human", "judge human-labelled tutor responses and measure judge-human agreement"),

@@ -145,7 +145,7 @@ def detector_dialogue_scores(transcript: Transcript, answer_forms: list[str] | N
     return DialogueScores(
         question_id=transcript.question_id, domain=transcript.domain, condition=transcript.condition,
         dimension=transcript.dimension, level=transcript.level, scores={m: scores[m] for m in metrics},
-        tutor=tutor, task=transcript.task, failed=transcript_failed(transcript),
+        tutor=tutor, task=transcript.task, failed=transcript_failed(transcript), replicate=transcript.replicate,
     )
 
 

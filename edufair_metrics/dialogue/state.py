@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from edufair_metrics.failures import FailureKind
+from edufair_metrics.protocol.replicates import doc_replicate
 from edufair_metrics.records import Transcript, Turn
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
@@ -109,6 +110,7 @@ class DialogueState:
 
     def to_transcript(self, task: str = "", doc_id: int = -1) -> Transcript:
         d = self.doc
+        replicate, seed = doc_replicate(d)
         return Transcript(
             question_id=d["question_id"],
             domain=d["domain"],
@@ -124,4 +126,6 @@ class DialogueState:
             error=self.error,
             error_kind=self.error_kind.value if self.error_kind else None,
             stop_evidence=self.stop_evidence.to_dict() if self.stop_evidence else None,
+            replicate=replicate,
+            tutor_seed=seed,
         )

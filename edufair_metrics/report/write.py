@@ -60,13 +60,14 @@ from typing import Any, Sequence
 import pandas
 
 from edufair_metrics import PROTOCOL_VERSION, __version__
-from edufair_metrics.analysis.frames import dialogue_frame
+from edufair_metrics.analysis.frames import dialogue_frame, scores_frame
 from edufair_metrics.analysis.judge_validity import ValidityScan, next_turn_table
 from edufair_metrics.analysis.names import name_effects
 from edufair_metrics.analysis.noise import noise_headline, unit_noise
 from edufair_metrics.analysis.params import StatParams, analyse
 from edufair_metrics.analysis.pairloss import level_loss_table
 from edufair_metrics.analysis.placebo import exchangeability_check, placebo_floor
+from edufair_metrics.analysis.replicates import variance_components
 from edufair_metrics.analysis.power import power_table
 from edufair_metrics.analysis.ses import reported_rows
 from edufair_metrics.analysis.testability import Testability, assess_testability, missing_rates
@@ -79,6 +80,7 @@ from edufair_metrics.report.html import INDEX, VIEWER_DIR, write_html
 from edufair_metrics.report.html.spool import EvidenceSpool
 from edufair_metrics.report.judge_validity import judge_validity_section, read_agreement_dir, read_human_dir
 from edufair_metrics.report.placebo import exchangeability_banner, placebo_markdown, placebo_note
+from edufair_metrics.report.replicates import replicates_markdown
 from edufair_metrics.report.tables import (
     FDR_MARK,
     LEVEL_KEYS,
@@ -655,6 +657,10 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
     # exchangeability check per tutor (analysis.placebo; a failed check puts a banner on summary.md)
     floor = placebo_floor(df, n_boot=params.n_boot, seed=params.seed, min_pairs=params.min_pairs)
     check = exchangeability_check(df, n_boot=params.n_boot, seed=params.seed, min_pairs=params.min_pairs)
+    # within- vs between-question variance, from replicate dialogues or the placebo (analysis.replicates)
+    replicated = any(s.replicate != 1 for r in runs for s in r.scores)
+    components = variance_components(scores_frame(runs, keep_failed=params.keep_failed_dialogues, replicates="keep")
+                                     if replicated else df)
     elapsed = time.perf_counter() - t0
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -664,6 +670,9 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
     atomic_write_text(out_dir / "placebo.csv", floor.to_csv(index=False))
     atomic_write_text(out_dir / "exchangeability.csv", check.to_csv(index=False))
     written = ["grid.csv", "units.csv", "placebo.csv", "exchangeability.csv"]
+    if len(components):
+        atomic_write_text(out_dir / "variance_components.csv", components.to_csv(index=False))
+        written.append("variance_components.csv")
     labels = domain_labels(runs)
     floor_note = placebo_note(check)
     combined = ["# EduFair tables (paper App. G layout)", ""]
@@ -721,6 +730,8 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
             "Tutor turns that partially reveal the gold (or leak it) or reveal nothing, and the share of each whose next "
             "student turn attempts reasoning; per condition level: next_turn_independence.csv.")
     summary_md += "\n" + placebo_markdown(floor, check, labels)
+    if len(components):
+        summary_md += "\n" + replicates_markdown(components, labels)
     summary_md += "\n" + judge_validity_section(scans, params, agreement_dir=agreement_dir, human_dir=human_dir)
     cost = cost_table(runs)
     summary_md += "\n" + cost_markdown(cost)

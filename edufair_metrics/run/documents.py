@@ -1,5 +1,5 @@
 """The documents of one task: the bank of its domain, the paper's fixed question sample when set,
-one document per (question, condition level), and the placebo replicates when set. lm-eval's task
+one document per (question, condition level) (k of them with ``edufair.replicates``), and the placebo replicates when set. lm-eval's task
 loads these as its dataset; :func:`edufair_metrics.run.run_task` runs them without lm-eval."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from edufair_metrics.bank import bank_path, load_bank
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.protocol import drawn_levels, expand_documents, extension_provenance, protocol_for
 from edufair_metrics.protocol.names import NAMES_CONDITION
+from edufair_metrics.protocol.replicates import expand_replicates
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,9 @@ def task_documents(task: str, condition: str, domain: str, settings) -> TaskDocu
         raise EduFairError(f"{task}: edufair.names (k names per cell) applies only to the edufair_implicit_names "
                            "tasks; remove it from this task's settings")
     docs = expand_documents(items, condition, levels)
+    replicates = getattr(settings, "replicates", 1)
+    if replicates != 1:  # k dialogues per question and level, each with its own tutor sampling seed
+        docs = expand_replicates(docs, replicates, task)
     if settings.placebo is not None:  # one level again, independent tutor sampling
         docs = settings.placebo.expand(docs, task)
     if not docs:

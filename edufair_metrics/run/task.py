@@ -102,6 +102,9 @@ def run_task(spec: TaskSpec, settings, documents: Sequence[dict[str, Any]], *, t
         decoding={"tutor": tutor_gk, "student": student_gk}, max_tutor_turns=settings.max_tutor_turns,
         seeds=dict(spec.seeds), sample=spec.sample, execution=spec.execution, protocol=spec.protocol,
     )
+    replicates = int(getattr(settings, "replicates", 1) or 1)
+    if replicates > 1:  # k dialogues per question and level (protocol/replicates.py); k = 1 records nothing
+        provenance["replicates"] = replicates
     posttest = bool(getattr(settings, "posttest", False))
     if posttest:  # outcome fairness: one more student turn per finished dialogue (dialogue/posttest.py)
         provenance["posttest"] = posttest_provenance()
@@ -121,7 +124,8 @@ def run_task(spec: TaskSpec, settings, documents: Sequence[dict[str, Any]], *, t
         task=spec.name, tutor=tutor.identity or tutor.provenance(), tutor_decoding=tutor_gk,
         student=student.identity, student_decoding=student_gk, judge=judge.output_identity() if judge else None,
         max_tutor_turns=settings.max_tutor_turns, system_instruction=spec.system_instruction, seeds=spec.seeds,
-        documents=[[i, d.get("question_id"), d.get("level")] for i, d in zip(doc_ids, documents)],
+        documents=[[i, d.get("question_id"), d.get("level"), *([d["dialogue_replicate"]] if d.get("dialogue_replicate") else [])]
+                   for i, d in zip(doc_ids, documents)],
         **({"posttest": provenance["posttest"]} if posttest else {}),
     ), counts_so_far)
     states = [DialogueState(doc=doc) for doc in documents]

@@ -153,6 +153,9 @@ def compat_fields(prov: dict[str, Any]) -> dict[str, str]:
         out["names draw"] = json.dumps(draw, sort_keys=True, ensure_ascii=False)
     if prov.get("max_tutor_turns") is not None:
         out["max_tutor_turns"] = str(prov["max_tutor_turns"])
+        # dialogues per question and level (edufair.replicates; absent = 1): a question's mean over k
+        # dialogues has another variance than one dialogue's score, so runs of different k never pool
+        out["replicates (dialogues per question and level)"] = str(prov.get("replicates", 1))
     world_size = (prov.get("execution") or {}).get("world_size")
     if world_size is not None and samples_tutor((prov.get("decoding") or {}).get("tutor")):
         # a sampling tutor under lm-eval's sharding draws other transcripts with each process count

@@ -104,6 +104,9 @@ class RunnerSettings(SettingsModel):
     # outcome fairness (an extension): after each finished dialogue the same student answers the
     # question once more, alone (one student call per dialogue; dialogue/posttest.py)
     posttest: bool = False
+    # replicate dialogues (protocol/replicates.py): k tutor sampling seeds per question x level; 1 = the
+    # paper's protocol (today's documents, byte for byte)
+    replicates: int = Field(1, json_schema_extra={"expected": "a whole number >= 1"})
     student: StudentSettings = Field(description="the simulated student: {model: ..., model_args: {...}}")
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     cache: CachePolicy = Field(default_factory=CachePolicy)
@@ -120,6 +123,20 @@ class RunnerSettings(SettingsModel):
                 if key in data and data[key] is None:
                     del data[key]
         return data
+
+    @field_validator("replicates", mode="before")
+    @classmethod
+    def _replicates(cls, v: Any) -> Any:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"must be a whole number >= 1 (dialogues per question and level), got {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _replicates_without_placebo(self) -> "RunnerSettings":
+        if self.replicates > 1 and self.placebo is not None:
+            raise ValueError(f"replicates: {self.replicates} with a placebo replicate: the replicates measure the "
+                             "within-question noise themselves; drop edufair.placebo (or set replicates: 1)")
+        return self
 
     @field_validator("levels", mode="before")
     @classmethod
