@@ -17,7 +17,7 @@ from lm_eval.utils import simple_parse_args_string
 
 from edufair_metrics.cache import model_identity
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.failures import CallFailure, FailureKind, classify, describe
+from edufair_metrics.failures import CallFailure, FailureKind, classify, client_side, describe
 from edufair_metrics.lmeval import quiet_request_bars
 from edufair_metrics.lmeval.lm import is_api_model, is_api_model_class, prompt_text, unwrap
 
@@ -172,7 +172,14 @@ class _AttemptCounter:
 
     def _record(self, exc: BaseException | None) -> None:
         self.counts.add(http_attempts=1)
-        if exc is not None:
+        if exc is None:
+            return
+        ended_by_client = client_side(exc)  # never counted as the endpoint's failure
+        if ended_by_client == "cancelled":
+            self.counts.add(cancelled=1)
+        elif ended_by_client == "timeout":
+            self.counts.add(client_timeouts=1)
+        else:
             self.counts.http_attempt_failed(classify(exc) or FailureKind.OTHER)
 
     def __enter__(self):
