@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from edufair_metrics.errors import EduFairError
+from edufair_metrics.runlog.layout import results_path, samples_path
 
 _TRACKER_LOGGER = "lm_eval.loggers.evaluation_tracker"
 HIDDEN_RESULTS = ".{name}.writing"
@@ -134,18 +135,14 @@ class _Guard:
         self.hidden: Path | None = None  # where it waits until the samples are whole
         self.due: set[str] = set()
 
-    def folder(self) -> Path:
-        path = Path(self.tracker.output_path)
-        if path.suffix == ".json":
-            return path.parent
-        return path / str(self.tracker.general_config_tracker.model_name_sanitized)
+    def _model_folder(self) -> str:
+        return str(self.tracker.general_config_tracker.model_name_sanitized)
 
     def results_path(self) -> Path:
-        path = Path(self.tracker.output_path)
-        date_id = self.tracker.date_id
-        if path.suffix == ".json":
-            return path.with_name(f"{path.stem}_{date_id}.json")
-        return self.folder() / f"results_{date_id}.json"
+        return results_path(self.tracker.output_path, self._model_folder(), self.tracker.date_id)
+
+    def samples_path(self, task_name: str) -> Path:
+        return samples_path(self.tracker.output_path, self._model_folder(), task_name, self.tracker.date_id)
 
     def fail(self, target: Path, why: str, reason: str | None) -> None:
         """Remove what this run wrote and stop with one line."""
@@ -178,7 +175,7 @@ class _Guard:
             self.due = set(tasks)
 
     def after_samples(self, task_name: str, n_samples: int, reason: str | None) -> None:
-        target = self.folder() / f"samples_{task_name}_{self.tracker.date_id}.jsonl"
+        target = self.samples_path(task_name)
         problem = whole_lines(target, n_samples)
         if problem is not None:
             self.fail(target, problem, reason)

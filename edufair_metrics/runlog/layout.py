@@ -38,6 +38,27 @@ class RunFolder:
     pinned: Path | None = None
 
 
+def output_folder(output_path: str | Path, model_folder: str) -> Path:
+    """The folder lm-eval writes a run's files into: ``OUT/<model_name_sanitized>``, or the
+    folder of an ``--output_path`` ending in ``.json``."""
+    path = Path(output_path)
+    return path.parent if path.suffix == ".json" else path / model_folder
+
+
+def results_path(output_path: str | Path, model_folder: str, timestamp: str) -> Path:
+    """The results file lm-eval writes (``results_<ts>.json``, or ``<stem>_<ts>.json`` for an
+    ``--output_path`` ending in ``.json``)."""
+    path = Path(output_path)
+    if path.suffix == ".json":
+        return path.with_name(f"{path.stem}_{timestamp}.json")
+    return path / model_folder / f"results_{timestamp}.json"
+
+
+def samples_path(output_path: str | Path, model_folder: str, task: str, timestamp: str) -> Path:
+    """The samples file of ``task`` lm-eval writes next to its results file."""
+    return output_folder(output_path, model_folder) / f"samples_{task}_{timestamp}.jsonl"
+
+
 def is_results_file(path: Path) -> bool:
     return bool(RESULTS_RE.match(path.name))
 
