@@ -55,10 +55,10 @@ def test_a_full_output_disk_fails_in_one_line_and_the_rerun_after_freeing_space_
             filler.unlink()
         r = run_cli(argv, env, tmp_path, timeout=240)
         assert r.returncode == 0, r.stderr[-3000:]
-    names = _looks_complete(out)
-    assert len([n for n in names if n.startswith("results_")]) == 1 and len(names) == 2, names
-    rep = subprocess.run([PY, "-m", "edufair_metrics.cli", "report", str(out), "--out", str(tmp_path / "rep"),
-                          "--n-boot", "20", "--no-figures", "--no-html"], capture_output=True, text=True, timeout=240,
-                         env=cli_env(tmp_path / "cache-report"))
-    assert rep.returncode == 0, rep.stderr[-3000:]
-    assert (tmp_path / "rep" / "summary.md").exists()
+        names = _looks_complete(out)
+        assert len([n for n in names if n.startswith("results_")]) == 1 and len(names) == 2, names
+        rep = subprocess.run([PY, "-m", "edufair_metrics.cli", "report", str(out), "--out", str(tmp_path / "rep"),
+                              "--n-boot", "20", "--no-figures", "--no-html"], capture_output=True, text=True,
+                             timeout=240, env=cli_env(tmp_path / "cache-report"))
+        assert rep.returncode == 0, rep.stderr[-3000:]
+        assert (tmp_path / "rep" / "summary.md").exists()

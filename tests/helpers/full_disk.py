@@ -23,8 +23,8 @@ SHIM_DIR = Path(__file__).resolve().parent / "enospc_shim"
 
 
 def _mount(path: Path, size: str) -> bool:
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        return False
+    if os.environ.get("EDUFAIR_TEST_NO_MOUNT") or os.geteuid() != 0 or shutil.which("mount") is None:
+        return False  # (EDUFAIR_TEST_NO_MOUNT=1 runs the shims where mounting would work)
     r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
                        capture_output=True, text=True)
     return r.returncode == 0

@@ -51,3 +51,12 @@ if _DIR:
 
     builtins.open = _shim_open
     io.open = _shim_open
+
+# Run the next sitecustomize on the path too (this one only adds the shim).
+_here = os.path.dirname(os.path.abspath(__file__))
+for _entry in list(__import__("sys").path):
+    _candidate = os.path.join(_entry or ".", "sitecustomize.py")
+    if os.path.abspath(_entry or ".") != _here and os.path.isfile(_candidate):
+        with io.open(_candidate, encoding="utf-8") as _fh:
+            exec(compile(_fh.read(), _candidate, "exec"), {"__name__": "sitecustomize", "__file__": _candidate})
+        break
