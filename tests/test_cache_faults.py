@@ -1,4 +1,4 @@
-"""The call cache when its disk fills or its file is damaged (issue 34): a full disk keeps the
+"""The call cache when its disk fills or its file is damaged: a full disk keeps the
 answers in memory for the run (said once, the file stays a valid database), and a file that is
 not a valid database is refused in one line, checked and repaired by ``edufair cache``, never
 overwritten."""

@@ -1,4 +1,4 @@
-"""A full output disk through the real lm_eval CLI (issue 34): the run exits non-zero with one line
+"""A full output disk through the real lm_eval CLI: the run exits non-zero with one line
 naming the file and the free space, leaves no file that looks complete, and the same command after
 space is freed writes, into the same folder, a run that ``edufair report`` reads (nothing deleted
 by hand).

@@ -98,7 +98,7 @@ def test_a_persistent_failure_stops_at_the_attempt_cap(fault, max_retries, retri
     """Nine dialogues ask the same failing question: one distinct request, sent at most
     1 + retries times in all (not 9 x that), one HTTP attempt per send whatever lm-eval's
     max_retries: EduFair's retry rounds replace lm-eval's in-batch retries, whose back-off made
-    the whole batch wait (issue 34)."""
+    the whole batch wait."""
     with FakeOpenAI(responder=lambda req: fault()) as srv:
         gen = generator(srv, max_retries=max_retries, retries=retries)
         out = ask(gen, *["the same opening"] * 9)

@@ -1,4 +1,4 @@
-"""Call counts that do not blame the endpoint for the client (issue 34): an HTTP attempt the client
+"""Call counts that do not blame the endpoint for the client: an HTTP attempt the client
 cancelled (Ctrl-C, the run's shutdown) or ended at its own deadline is counted apart
 (``cancelled``, ``client_timeouts``), never among the endpoint's failures
 (``http_failed_by_kind``, ``failed_call_attempts``), also after a resume adds up the processes."""

@@ -1,4 +1,4 @@
-"""Files a full disk cut (issue 34). The writer side (``lmeval.outputs``): lm-eval's own save
+"""Files a full disk cut. The writer side (``lmeval.outputs``): lm-eval's own save
 methods wrapped on a tracker that writes the way lm-eval 0.4.13 does, onto a full disk (a tmpfs of
 200 KiB filled to a few KiB where the test can mount one, else the ENOSPC write shim of
 ``tests/helpers/enospc_shim`` loaded in-process), leave nothing that looks complete and raise one
