@@ -22,6 +22,14 @@ beats the ``cache.dir`` setting), else in ``cache.dir``, else in the user's cach
 ``$XDG_CACHE_HOME/edufair`` (default ``~/.cache/edufair``): never relative to the working
 directory, so a rerun from another folder resumes from the same cache. Threads: one connection per
 thread (``threading.local``); processes: SQLite locking with a busy timeout.
+
+When the disk fills (or the file is damaged while a run uses it), an answer that cannot be
+committed is kept in memory for the rest of the process (``get`` still finds it) and one line on
+stderr says that the cache is full and where: the run goes on and finishes with its results;
+SQLite rolls the failed transaction back itself, so the file stays a valid database holding every
+answer committed before. A file that is not a valid database (not SQLite, truncated, malformed) is
+refused at open with one line naming it and what to do (``edufair cache --check`` / ``--repair``,
+:func:`check_cache_file` / :func:`repair_cache_file`); a run never overwrites or deletes it.
 """
 
 from __future__ import annotations
@@ -30,7 +38,9 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import sqlite3
+import sys
 import threading
 import time
 from pathlib import Path
@@ -220,7 +230,24 @@ class CallCache:
         self._local = threading.local()
         self._all_conns: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        # answers (and call counts) the file could not take (disk full, file damaged during the
+        # run): kept for this process only, so the run goes on with every answer it received
+        self._memory: dict[str, str] = {}
+        self._memory_counts: dict[tuple[str, str], str] = {}
+        self._full_said = False
+        try:
+            self._create_schema()
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise EduFairError(damaged_cache_line(self.path, exc)) from None
+
+    def _create_schema(self) -> None:
         conn = self._conn()
+        existed = self.path.exists() and self.path.stat().st_size > 0
+        if existed:
+            problem = quick_check_problem(conn, self.path)
+            if problem is not None:
+                raise sqlite3.DatabaseError(problem)
         with self._lock:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -241,7 +268,7 @@ class CallCache:
                 conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise
 
     def _conn(self) -> sqlite3.Connection:
@@ -259,9 +286,14 @@ class CallCache:
     def get(self, key_obj: Any) -> Any | None:
         """The stored value, or None on a miss (or an unreadable row, which is logged)."""
         key = cache_key(key_obj)
-        row = self._conn().execute("SELECT value, value_sha256 FROM calls WHERE key = ?", (key,)).fetchone()
+        try:
+            row = self._conn().execute("SELECT value, value_sha256 FROM calls WHERE key = ?", (key,)).fetchone()
+        except sqlite3.DatabaseError as exc:  # damaged while the run uses it: a miss, said once
+            self._say_unstorable(exc)
+            row = None
         if row is None:
-            return None
+            kept = self._memory.get(key)
+            return None if kept is None else json.loads(kept)
         value, digest = row
         if hashlib.sha256(value.encode("utf-8")).hexdigest() != digest:
             log.warning("cache %s: entry %s fails its checksum; ignored", self.path, key[:12])
@@ -290,41 +322,64 @@ class CallCache:
                 log.warning("cache: refusing to store an entry that contains an API key")
                 return False
         key = hashlib.sha256(key_text.encode("utf-8")).hexdigest()
+        try:
+            self._transaction(lambda conn: conn.execute(
+                "INSERT OR REPLACE INTO calls (key, namespace, value, value_sha256, created) VALUES (?, ?, ?, ?, ?)",
+                (key, _namespace_of(key_obj), text, hashlib.sha256(text.encode("utf-8")).hexdigest(), time.time()),
+            ))
+        except sqlite3.DatabaseError as exc:  # disk full, I/O error, damaged file: kept for this run
+            with self._lock:
+                self._memory[key] = text
+            self._say_unstorable(exc)
+        return True
+
+    @property
+    def unstored(self) -> int:
+        """How many answers this process kept in memory because the file could not take them."""
+        return len(self._memory)
+
+    def _transaction(self, body) -> None:
+        """``body(conn)`` in one committed transaction. On failure the transaction is rolled back
+        (SQLite has already done so itself after a full disk: a second rollback would fail with
+        "cannot rollback - no transaction is active", so that one is ignored) and the error raised."""
         conn = self._conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.execute(
-                "INSERT OR REPLACE INTO calls (key, namespace, value, value_sha256, created) VALUES (?, ?, ?, ?, ?)",
-                (key, _namespace_of(key_obj), text, hashlib.sha256(text.encode("utf-8")).hexdigest(), time.time()),
-            )
+            body(conn)
             conn.execute("COMMIT")
         except BaseException:
-            try:
-                conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
+            _rollback(conn)
             raise
-        return True
+
+    def _say_unstorable(self, exc: BaseException) -> None:
+        """One line on stderr, once per process, the first time the file cannot take an answer."""
+        with self._lock:
+            if self._full_said:
+                return
+            self._full_said = True
+        print(f"edufair: warning: {unstorable_cache_line(self.path, exc)}", file=sys.stderr, flush=True)
 
     # ---- call counts of task runs (see edufair_metrics/run/counts.py) ---------------------------
     def save_run_counts(self, run: str, process: str, counts: Mapping[str, Any]) -> None:
         """Store (replace) one process's call counts of ``run`` so far, in one transaction."""
         text = json.dumps(counts, sort_keys=True)
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.execute("INSERT OR REPLACE INTO run_counts (run, process, counts, finished, updated) VALUES (?, ?, ?, 0, ?)",
-                         (run, process, text, time.time()))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+            self._transaction(lambda conn: conn.execute(
+                "INSERT OR REPLACE INTO run_counts (run, process, counts, finished, updated) VALUES (?, ?, ?, 0, ?)",
+                (run, process, text, time.time())))
+        except sqlite3.DatabaseError as exc:  # a full disk: this process's counts stay its own
+            self._memory_counts[(run, process)] = text
+            self._say_unstorable(exc)
 
     def earlier_run_counts(self, run: str, process: str) -> list[dict[str, Any]]:
         """The counts that other, unfinished processes of ``run`` left (interrupted before they
         finished), oldest first."""
-        rows = self._conn().execute("SELECT counts FROM run_counts WHERE run = ? AND process != ? AND finished = 0 "
-                                    "ORDER BY updated", (run, process)).fetchall()
+        try:
+            rows = self._conn().execute("SELECT counts FROM run_counts WHERE run = ? AND process != ? AND finished = 0 "
+                                        "ORDER BY updated", (run, process)).fetchall()
+        except sqlite3.DatabaseError as exc:
+            self._say_unstorable(exc)
+            rows = []
         out = []
         for (text,) in rows:
             try:
@@ -336,16 +391,15 @@ class CallCache:
     def finish_run_counts(self, run: str, process: str, counts: Mapping[str, Any]) -> None:
         """Replace every row of ``run`` by ``counts`` (the combined counts of its processes), marked
         finished, in one transaction: a later process of the same run starts afresh."""
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        def body(conn):
             conn.execute("DELETE FROM run_counts WHERE run = ?", (run,))
             conn.execute("INSERT INTO run_counts (run, process, counts, finished, updated) VALUES (?, ?, ?, 1, ?)",
                          (run, process, json.dumps(counts, sort_keys=True), time.time()))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+
+        try:
+            self._transaction(body)
+        except sqlite3.DatabaseError as exc:  # a full disk: the earlier processes' rows stay
+            self._say_unstorable(exc)
 
     def stats(self) -> dict[str, Any]:
         """{"path", "entries", "namespaces": {ns: n}, "size_bytes" (db + WAL), "oldest", "newest"}."""
@@ -378,7 +432,7 @@ class CallCache:
                 cur = conn.execute("DELETE FROM calls WHERE namespace = ?", (namespace,))
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
         if namespace is None:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -400,3 +454,193 @@ class CallCache:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if SQLite has not already (it does after SQLITE_FULL and
+    some I/O errors: ROLLBACK then fails with "no transaction is active", which is not an error)."""
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+
+def _free_space(path: Path) -> str:
+    """The free space on the file system holding ``path`` (or its nearest existing folder)."""
+    probe = Path(path)
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        return f"{shutil.disk_usage(probe).free / 1024:.0f} KiB free"
+    except OSError:
+        return "free space unknown"
+
+
+def unstorable_cache_line(path: Path, exc: BaseException) -> str:
+    what = "is full" if "full" in str(exc).lower() else f"cannot store answers ({exc})"
+    return (f"the call cache {path} {what} ({_free_space(path)} there): answers received from now on are kept in "
+            "memory for this run only, which goes on; free space there (or set EDUFAIR_CACHE_DIR to another disk) "
+            "so that a rerun finds them")
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).replace("*** in database main ***", "").split())
+
+
+def damaged_cache_line(path: Path, exc: BaseException) -> str:
+    return (f"{path}: the call cache is not a valid SQLite database ({_one_line(exc)}); nothing was changed: run "
+            f"`edufair cache --repair --path {path}` to move it aside and keep the answers that still read "
+            f"(`edufair cache --check --path {path}` to see what is wrong), or use another cache "
+            "(EDUFAIR_CACHE_DIR, edufair.cache.path, cache.enabled: false)")
+
+
+# quick_check reads the whole file: at open only up to this size (a bigger file is still refused
+# when it is not a database at all; damage found later is handled like a full disk)
+QUICK_CHECK_MAX_BYTES = 256 * 1024 * 1024
+
+
+def quick_check_problem(conn: sqlite3.Connection, path: Path, *, full: bool = False) -> str | None:
+    """The first problem SQLite's ``quick_check`` finds in the open file, or None (also for a file
+    over :data:`QUICK_CHECK_MAX_BYTES` unless ``full``). "file is not a database" raises."""
+    conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # a non-SQLite file raises here
+    if not full and path.exists() and path.stat().st_size > QUICK_CHECK_MAX_BYTES:
+        return None
+    rows = conn.execute("PRAGMA quick_check(5)").fetchall()
+    problems = [str(r[0]) for r in rows if str(r[0]) != "ok"]
+    return "; ".join(problems) if problems else None
+
+
+def check_cache_file(path: str | os.PathLike) -> tuple[bool, str]:
+    """(valid, one line) for a cache file, read only: SQLite's ``integrity_check``, the tables
+    EduFair needs, and the entries whose value no longer matches its checksum."""
+    path = Path(path)
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+    except sqlite3.Error as exc:
+        return False, f"cannot open: {exc}"
+    try:
+        rows = conn.execute("PRAGMA integrity_check(5)").fetchall()
+        problems = [str(r[0]) for r in rows if str(r[0]) != "ok"]
+        if problems:
+            return False, "damaged: " + _one_line("; ".join(problems))
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "calls" not in tables:
+            return False, "a SQLite database, but not an EduFair call cache (no calls table)"
+        bad = sum(1 for value, digest in conn.execute("SELECT value, value_sha256 FROM calls")
+                  if hashlib.sha256(str(value).encode("utf-8", "surrogatepass")).hexdigest() != digest)
+        n = conn.execute("SELECT count(*) FROM calls").fetchone()[0]
+        return True, f"valid: {n} entries" + (f", {bad} failing their checksum (ignored as misses)" if bad else "")
+    except sqlite3.DatabaseError as exc:
+        return False, f"not a valid SQLite database ({_one_line(exc)})"
+    finally:
+        conn.close()
+
+
+# a truncated file: rowids are probed upwards until this many in a row hold nothing
+_PROBE_GAP = 5000
+
+
+def _probe_rowids(conn: sqlite3.Connection):
+    rowid, gap = 0, 0
+    while gap < _PROBE_GAP:
+        rowid += 1
+        try:
+            found = conn.execute("SELECT 1 FROM calls WHERE rowid = ?", (rowid,)).fetchone() is not None
+        except sqlite3.DatabaseError:
+            found = False
+        gap = 0 if found else gap + 1
+        if found:
+            yield rowid
+
+
+def _padded_copy(source: Path) -> Path | None:
+    """A copy of a truncated SQLite file padded with zero pages to the size its header states
+    (SQLite refuses a file shorter than its header says; padded, only the lost pages fail to
+    read), or None when the header is not SQLite's."""
+    with open(source, "rb") as fh:
+        header = fh.read(100)
+    if len(header) < 100 or not header.startswith(b"SQLite format 3\x00"):
+        return None
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    want = page_size * pages
+    if want <= source.stat().st_size:
+        return None
+    target = source.with_name(source.name + ".padded")
+    shutil.copyfile(source, target)
+    with open(target, "r+b") as fh:
+        fh.truncate(want)
+    return target
+
+
+def _salvage_rows(source: Path) -> tuple[list[tuple], int]:
+    """The ``calls`` rows of a damaged file that still read and pass their checksum, and how many
+    rows could not be used. A truncated file is read from a zero-padded copy (removed after)."""
+    padded = _padded_copy(source)
+    try:
+        return _salvage_from(padded or source)
+    finally:
+        if padded is not None:
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(padded) + suffix).unlink(missing_ok=True)
+
+
+def _salvage_from(source: Path) -> tuple[list[tuple], int]:
+    """Row by row, so that one bad page loses only the rows on it."""
+    rows: list[tuple] = []
+    lost = 0
+    try:
+        conn = sqlite3.connect(f"file:{source}?mode=ro", uri=True, isolation_level=None)
+    except sqlite3.Error:
+        return rows, 0
+    try:
+        try:
+            rowids = [r[0] for r in conn.execute("SELECT rowid FROM calls ORDER BY rowid")]
+        except sqlite3.DatabaseError:  # a damaged page on the way: probe the rowids one by one
+            try:
+                top = int(conn.execute("SELECT max(rowid) FROM calls").fetchone()[0] or 0)
+            except sqlite3.DatabaseError:
+                top = None  # the last page is lost too (a truncated file): probe until a long gap
+            rowids = range(1, top + 1) if top is not None else _probe_rowids(conn)
+        for rowid in rowids:
+            try:
+                row = conn.execute("SELECT key, namespace, value, value_sha256, created FROM calls WHERE rowid = ?",
+                                   (rowid,)).fetchone()
+            except sqlite3.DatabaseError:
+                lost += 1
+                continue
+            if row is None:  # no row of that rowid (deleted earlier)
+                continue
+            if hashlib.sha256(str(row[2]).encode("utf-8", "surrogatepass")).hexdigest() != row[3]:
+                lost += 1
+                continue
+            rows.append(row)
+    except sqlite3.DatabaseError:
+        pass
+    finally:
+        conn.close()
+    return rows, lost
+
+
+def repair_cache_file(path: str | os.PathLike) -> tuple[Path, int, int]:
+    """Move a damaged cache file aside (``<name>.damaged-<time>``, with its -wal/-shm) and write a
+    new cache at ``path`` holding every entry that still reads and passes its checksum. Returns
+    (where the old file went, entries kept, entries lost). Never deletes anything."""
+    path = Path(path)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    aside = path.with_name(f"{path.name}.damaged-{stamp}")
+    n = 1
+    while aside.exists():
+        n += 1
+        aside = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
+    for suffix in ("", "-wal", "-shm"):
+        src = Path(str(path) + suffix)
+        if src.exists():
+            os.replace(src, Path(str(aside) + suffix))
+    rows, lost = _salvage_rows(aside)
+    with CallCache(path) as fresh:
+        fresh._transaction(lambda conn: conn.executemany(
+            "INSERT OR REPLACE INTO calls (key, namespace, value, value_sha256, created) VALUES (?, ?, ?, ?, ?)", rows))
+    return aside, len(rows), lost

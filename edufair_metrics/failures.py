@@ -123,6 +123,20 @@ def classify(exc: BaseException | None) -> FailureKind | None:
     return FailureKind.OTHER
 
 
+def client_side(exc: BaseException) -> str | None:
+    """``"cancelled"`` when the client cancelled the attempt (asyncio cancellation, Ctrl-C, the
+    interpreter shutting down), ``"timeout"`` when its own deadline ended it, else None (the
+    endpoint's outcome)."""
+    import asyncio
+    import concurrent.futures
+
+    if isinstance(exc, (asyncio.CancelledError, concurrent.futures.CancelledError, KeyboardInterrupt, GeneratorExit)):
+        return "cancelled"
+    if not isinstance(exc, Exception):
+        return "cancelled"  # SystemExit and the like: the process is ending
+    return "timeout" if classify(exc) is FailureKind.TIMEOUT else None
+
+
 def describe(exc: BaseException) -> str:
     """A short one-line description for records and logs."""
     if isinstance(exc, CallFailure):
@@ -149,7 +163,9 @@ class CallCounts:
       finally answered;
     - ``failed``: distinct requests that finally failed (``failed_by_kind``), including those never
       sent because they cannot succeed (``prompt_too_long``);
-    - ``failed_attempts_by_kind``: every failed attempt, including those a retry recovered.
+    - ``failed_attempts_by_kind``: every failed attempt, including those a retry recovered;
+    - ``http_failed_by_kind``: the endpoint's failed HTTP attempts (API models); the attempts the
+      client ended itself are ``client_timeouts`` and ``cancelled``, never the endpoint's failures.
 
     Cost (where the backend tells it): ``prompt_tokens`` / ``completion_tokens`` summed over the
     ``token_calls`` model answers whose token counts are known, from ``token_source``: ``usage``
@@ -171,9 +187,15 @@ class CallCounts:
     failed: int = 0
     failed_by_kind: dict[str, int] = field(default_factory=dict)
     failed_attempts_by_kind: dict[str, int] = field(default_factory=dict)
-    # API models only: every HTTP attempt, including lm-eval's own silent retries inside a send
+    # API models only: every HTTP attempt, including lm-eval's own silent retries inside a send;
+    # the failed ones by kind are the endpoint's failures (an error status, a dropped connection, a
+    # bad body). Attempts the client itself ended are counted apart: ``client_timeouts`` (its own
+    # deadline passed: a slow server or a CPU-starved client, which no count can tell apart) and
+    # ``cancelled`` (Ctrl-C, the run's shutdown: never the endpoint's failure)
     http_attempts: int = 0
     http_failed_by_kind: dict[str, int] = field(default_factory=dict)
+    client_timeouts: int = 0
+    cancelled: int = 0
     # cost: tokens where the backend reports them, and the time the role's calls took
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -224,6 +246,7 @@ class CallCounts:
                 "failed_attempts_by_kind": dict(sorted(self.failed_attempts_by_kind.items())),
                 "http_attempts": self.http_attempts,
                 "http_failed_by_kind": dict(sorted(self.http_failed_by_kind.items())),
+                "client_timeouts": self.client_timeouts, "cancelled": self.cancelled,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
                 "token_calls": self.token_calls, "token_source": self.token_source,
                 "wall_s": round(self.wall_s, 3),

@@ -73,6 +73,10 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
             try:
                 yield lineno, json.loads(line)
             except json.JSONDecodeError as exc:
+                if not raw.endswith(b"\n"):  # the last line, without its end: a write that stopped
+                    raise EduFairError(
+                        f"{path}:{lineno}: the file is cut in its last line (a write that could not finish, e.g. a full "
+                        "disk): run the command that wrote it again into the same folder, or move the file away") from None
                 raise EduFairError(f"{path}:{lineno}:{exc.colno}: malformed JSON ({exc.msg})") from None
 
 

@@ -239,7 +239,7 @@ def test_call_counts_markdown_sums_per_role_in_role_order():
     md = call_counts_markdown([judge, tutor1, student, tutor2])
     rows = [ln for ln in md.splitlines() if ln.startswith("| ") and not ln.startswith("| role")]
     assert [r.split("|")[1].strip() for r in rows] == ["tutor", "student", "judge"]
-    assert rows[0] == "| tutor | 6 | 2 | 0 | 4 | 5 | 1 | 1 | 0 | - | empty_output=1 | 7 | http_5xx=1 |"
-    assert rows[2] == "| judge | 3 | 0 | 1 | 2 | 2 | 0 | 0 | 1 | invalid_json=1 | - | - | - |"
+    assert rows[0] == "| tutor | 6 | 2 | 0 | 4 | 5 | 1 | 1 | 0 | - | empty_output=1 | 7 | http_5xx=1 | 0 | 0 |"
+    assert rows[2] == "| judge | 3 | 0 | 1 | 2 | 2 | 0 | 0 | 1 | invalid_json=1 | - | - | - | 0 | 0 |"
     assert md.startswith("## Model calls per role")
     assert "(no calls recorded)" in call_counts_markdown([])

@@ -11,13 +11,16 @@ before the split over processes (``accelerate launch``). Shard sizes follow the 
 n / count each, not exactly.
 
 Setting: ``--metadata '{"edufair": {"shard": {"index": 0, "count": 3}}}'`` (index 0 … count − 1),
-recorded in every record's provenance (``execution.shard``).
+recorded in every record's provenance (``execution.shard``) with the shards of that count that hold
+none of the run's questions (``empty``, from the whole question set, which every shard's run
+knows). Completeness is checked against the question set: pooling needs every shard that holds a
+question, and an empty shard (more shards than the hash gives questions) is neither run nor needed.
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Iterable
 
 from pydantic import Field, model_validator
 
@@ -52,8 +55,17 @@ class Shard(SettingsModel):
         """The ``(doc_id, document)`` pairs of this shard's questions, in order."""
         return [(i, d) for i, d in docs if self.holds(d["question_id"])]
 
-    def provenance(self) -> dict[str, int]:
-        return {"index": self.index, "count": self.count}
+    def empty_shards(self, question_ids: Iterable[Any]) -> list[int]:
+        """The shards of this count that hold none of ``question_ids`` (the whole run's questions)."""
+        held = {shard_of(str(q), self.count) for q in question_ids}
+        return [i for i in range(self.count) if i not in held]
+
+    def provenance(self, question_ids: Iterable[Any] | None = None) -> dict[str, Any]:
+        """``{index, count}``, and with the run's questions the shards that hold none (``empty``)."""
+        out: dict[str, Any] = {"index": self.index, "count": self.count}
+        if question_ids is not None:
+            out["empty"] = self.empty_shards(question_ids)
+        return out
 
     def __str__(self) -> str:
         return f"shard {self.index} of {self.count}"

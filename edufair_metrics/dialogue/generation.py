@@ -10,7 +10,14 @@ Attempt cap (per distinct request and turn): a request is sent at most ``1 + ret
 which lm-eval's API models make at most ``max_retries`` HTTP attempts of their own
 (``ChatModel.attempts_per_send``). So at most ``(1 + retries) * max_retries`` HTTP requests per
 distinct request and turn: 9 with lm-eval's default ``max_retries=3``. Not retried at all:
-``http_4xx`` and ``prompt_too_long`` (they cannot succeed)."""
+``http_4xx`` and ``prompt_too_long`` (they cannot succeed).
+
+A model that can send each request once per call (``ChatModel.single_attempt_sends``: lm-eval's API
+models) is asked to: a failing request then takes one slot for one attempt, like any other, and
+the batch does not wait for lm-eval's back-off (1 s sleeps) and the re-queueing of its retries
+behind the rest of the batch; EduFair's own retry rounds take their place, each after
+:data:`RESEND_BACKOFF_S`. Its cap is then ``1 + retries`` HTTP requests per distinct request and
+turn (3). Measured with ``tests/dialogue/bench_resends.py``."""
 
 from __future__ import annotations
 
@@ -55,6 +62,8 @@ class ChatModel(Protocol):
 
 # EduFair's own retries per distinct request and turn, after the first send (see the module doc).
 DIALOGUE_RETRIES = 2
+# the pause before a retry round of single-attempt sends (lm-eval's own back-off starts at 1 s)
+RESEND_BACKOFF_S = 0.5
 
 
 class CachedGenerator:
@@ -89,7 +98,13 @@ class CachedGenerator:
     def attempt_cap(self) -> int:
         """HTTP requests per distinct request and turn, at most: EduFair's sends times the model's
         own attempts per send."""
+        if self._single_attempt:
+            return self.max_sends
         return self.max_sends * max(1, int(getattr(self.model, "attempts_per_send", 1) or 1))
+
+    @property
+    def _single_attempt(self) -> bool:
+        return bool(getattr(self.model, "single_attempt_sends", False))
 
     def render(self, messages: list[dict[str, str]]):
         """Render with the model's own chat template, and refuse templates that drop the system
@@ -185,20 +200,25 @@ class CachedGenerator:
         pending = list(items)
         alone = False  # after a batch failed as a whole: one request per call
         first = True
+        single = self._single_attempt
+        once = {"single_attempt": True} if single else {}
         while pending:
+            if single and not first:
+                time.sleep(RESEND_BACKOFF_S)  # the back-off lm-eval's own retries would have had
             again: list[tuple[str, Any, dict[str, Any]]] = []
             self.counts.add(sends=len(pending))  # counted as they go out (a kill keeps them: run/counts.py)
             if alone:
                 for prompt, ctx, doc in pending:
                     sends[prompt] += 1
                     try:
-                        result = self._checked(self.model.generate([ctx], gen_kwargs, [doc], on_answer=store, retry=True)[0])
+                        result = self._checked(self.model.generate([ctx], gen_kwargs, [doc], on_answer=store, retry=True,
+                                                                   **once)[0])
                     except Exception as exc:  # noqa: BLE001 - isolate failures per request
                         result = _failure(exc)
                     if settle(prompt, result):
                         again.append((prompt, ctx, doc))
             else:
-                results, batch_failure = self._batch(pending, gen_kwargs, store, retry=not first)
+                results, batch_failure = self._batch(pending, gen_kwargs, store, retry=not first, once=once)
                 for (prompt, ctx, doc), result in zip(pending, results):
                     sends[prompt] += 1
                     if result is None:  # the batch raised before this answer arrived: outcome unknown
@@ -226,7 +246,8 @@ class CachedGenerator:
                     self.cache.put(self._key(prompt, gen_kwargs), result)
         return final
 
-    def _batch(self, items, gen_kwargs, store, *, retry: bool = False) -> tuple[list[Any], CallFailure | None]:
+    def _batch(self, items, gen_kwargs, store, *, retry: bool = False,
+               once: dict[str, Any] | None = None) -> tuple[list[Any], CallFailure | None]:
         """One batched call of ``items``. Per request its checked output, a CallFailure, or None
         when the batch raised before that request's answer arrived (it is then sent alone); and
         the failure the batch raised, if it did. ``retry``: a re-send round (it goes past
@@ -240,7 +261,7 @@ class CachedGenerator:
 
         try:
             outs = self.model.generate(contexts, gen_kwargs, [doc for _, _, doc in items], on_answer=seen,
-                                       **({"retry": True} if retry else {}))
+                                       **({"retry": True} if retry else {}), **(once or {}))
         except Exception as exc:  # noqa: BLE001 - isolate failures per request below
             failure = _failure(exc)
             if len(items) == 1:

@@ -79,6 +79,8 @@ def judge_transcripts(
     def failed_attempt(kind: str) -> None:  # also into the counts, as it happens
         count_failed_attempt(kind)
         coalescer.counts.attempt_failed(kind)
+        if str(kind) == FailureKind.TIMEOUT.value:  # the client's own deadline: counted apart
+            coalescer.counts.add(client_timeouts=1)
 
     stats.failed = failed_attempt
     n_turns = sum(len(t.tutor_turn_indices()) for t in transcripts)

@@ -20,6 +20,9 @@ The decision framework (``analysis.verdicts``) is the report's: ``flagged_units`
 ``certified_units`` / ``inconclusive_units`` count the task's headline units (all metric kinds) by
 verdict, ``ped_unbiased_abs_r`` is the headline's effect size unbiased at any n.
 
+Each item is a :class:`ScoresRef` (the scores, written to the samples file as a short reference to
+the line's record) or, from other callers, the scores dict itself.
+
 The task YAMLs name them through ``lm_eval_tasks.task`` (``aggregation: !function
 lm_eval_tasks.task.agg_ped_abs_r``); ``process_results`` returns ``DialogueScores.to_dict()`` for
 each of these metric keys.
@@ -53,11 +56,43 @@ _EXPLAINED: set[str] = set()  # cache keys whose "not testable" reason was alrea
 STAT_PARAMS = StatParams()
 
 
-def _units(items: Sequence[dict | None], params: StatParams | None = None):
+class ScoresRef:
+    """One dialogue's scores as the item of the score aggregations (``ped_abs_r``, ``violations``,
+    ...: ten metrics of each document get the same scores). In the samples file it is written as a
+    short reference to the line's record (lm-eval writes an object it cannot serialise as
+    ``str(o)``), so the scores are stored once, inside ``complete_dialogues``; the aggregations read
+    the scores it carries (:func:`scores_item`). Pickles (lm-eval gathers items across ranks)."""
+
+    __slots__ = ("ref", "scores")
+
+    def __init__(self, ref: str, scores: dict[str, Any]) -> None:
+        self.ref, self.scores = ref, scores
+
+    def __str__(self) -> str:
+        return self.ref
+
+    __repr__ = __str__
+
+    def __getstate__(self):
+        return (self.ref, self.scores)
+
+    def __setstate__(self, state) -> None:
+        self.ref, self.scores = state
+
+
+def scores_item(item: Any) -> dict | None:
+    """The scores dict of one aggregation item: a :class:`ScoresRef`'s, a plain dict as is (items
+    of tasks that pass the dict itself), anything else None."""
+    if isinstance(item, ScoresRef):
+        return item.scores
+    return item if isinstance(item, dict) else None
+
+
+def _units(items: Sequence[Any], params: StatParams | None = None):
     """Dimension-level units for one task's items (cached: lm-eval calls several aggregations
     on the same dialogues). ``params``: the task's ``edufair.statistics`` (default
     :data:`STAT_PARAMS`)."""
-    valid = [it for it in items if isinstance(it, dict)]
+    valid = [d for d in map(scores_item, items) if d is not None]
     params = params or STAT_PARAMS
     key = hashlib.sha256(json.dumps([params.to_dict(), valid], sort_keys=True, default=str).encode()).hexdigest()
     if key in _CACHE:
@@ -191,8 +226,8 @@ def agg_missing_label_rate(items: Sequence[dict | None]) -> float:
     """Missing judge labels / tutor turns sent to the judge over the task's dialogues (NaN if none
     was sent). Items written before the rename carry ``judged_turns`` instead of ``sent_turns``."""
     missing = sent = 0
-    for it in items:
-        if isinstance(it, dict):
+    for it in map(scores_item, items):
+        if it is not None:
             missing += int(it.get("missing_turns") or 0)
             sent += int(it.get("sent_turns", it.get("judged_turns")) or 0)
     return missing / sent if sent else math.nan
@@ -221,14 +256,15 @@ _ANSWER_KINDS = ("empty_output", "empty_visible_turn")
 
 
 def failed_attempts(counts: dict[str, Any]) -> int:
-    """Every failed attempt of one role: for an API model each failed HTTP attempt (lm-eval's own
-    retries included) plus each answer that arrived empty; else each failed send (the judge's
-    sends are its HTTP requests)."""
+    """Every failed attempt of one role that the endpoint is to blame for: for an API model each
+    failed HTTP attempt (lm-eval's own retries included) plus each answer that arrived empty; else
+    each failed send (the judge's sends are its HTTP requests). Attempts the client ended itself
+    (its own timeouts, cancellations: ``client_timeouts``, ``cancelled``) are not counted."""
     sends = counts.get("failed_attempts_by_kind") or {}
     if int(counts.get("http_attempts") or 0) > 0:
         http = sum(int(v) for v in (counts.get("http_failed_by_kind") or {}).values())
         return http + sum(int(sends.get(k, 0)) for k in _ANSWER_KINDS)
-    return sum(int(v) for v in sends.values())
+    return sum(int(v) for k, v in sends.items() if k != "timeout")
 
 
 def summed_call_counts(items: Sequence[Any]) -> dict[str, dict[str, Any]]:

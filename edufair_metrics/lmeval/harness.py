@@ -226,9 +226,14 @@ def _plain(value: Any) -> Any:
     return value if isinstance(value, (str, int, float, bool)) else str(value)
 
 
+def evaluation_tracker() -> Any:
+    """The EvaluationTracker that ``simple_evaluate`` received (the lm_eval CLI always passes
+    one), or None: it writes the results and samples files."""
+    return (_simple_evaluate_arguments() or {}).get("evaluation_tracker")
+
+
 def evaluation_output_path() -> str | None:
     """``--output_path`` of the running evaluation: the ``output_path`` of the EvaluationTracker
     that ``simple_evaluate`` received (the lm_eval CLI always passes one); None without it."""
-    loc = _simple_evaluate_arguments()
-    path = getattr((loc or {}).get("evaluation_tracker"), "output_path", None)
+    path = getattr(evaluation_tracker(), "output_path", None)
     return str(path) if path else None

@@ -20,7 +20,7 @@ from lm_eval.utils import simple_parse_args_string
 from edufair_metrics.affinity import SESSION_HEADER, session_key_of
 from edufair_metrics.cache import model_identity
 from edufair_metrics.errors import EduFairError
-from edufair_metrics.failures import CallFailure, FailureKind, classify, describe
+from edufair_metrics.failures import CallFailure, FailureKind, classify, client_side, describe
 from edufair_metrics.lmeval import quiet_request_bars
 from edufair_metrics.lmeval.lm import is_api_model, is_api_model_class, prompt_text, unwrap
 
@@ -117,14 +117,24 @@ class HarnessModel:
             return 1
         return max(1, int(getattr(self.real, "max_retries", 1) or 1))
 
+    @property
+    def single_attempt_sends(self) -> bool:
+        """Whether ``generate(..., single_attempt=True)`` makes one HTTP attempt per request (an
+        API model: a failed attempt is the request's outcome at once, without lm-eval's retries)."""
+        return self.is_api
+
     def generate(self, contexts: list, gen_kwargs: dict[str, Any], docs: list[dict[str, Any]],
-                 on_answer: Callable[[str, str], None] | None = None, retry: bool = False) -> list[str]:
+                 on_answer: Callable[[str, str], None] | None = None, retry: bool = False,
+                 single_attempt: bool = False) -> list[str]:
         """One batched ``generate_until``. For an API model, a request that still fails after
         lm-eval's retries (or whose response body has no choices) is a :class:`CallFailure` in its
         place and the others are answered (:class:`_IsolateFailures`); otherwise this raises for
         the whole batch when lm-eval does, after every answer that did arrive was passed to
         ``on_answer(prompt_text, answer)``, as soon as it arrived. ``retry``: a request sent again after a failed answer goes past
-        lm-eval's CachingLM (``--use_cache``), which stores failed answers such as ``""`` too."""
+        lm-eval's CachingLM (``--use_cache``), which stores failed answers such as ``""`` too.
+        ``single_attempt`` (API models): a request's first failed attempt is its outcome, without
+        lm-eval's own retries (whose back-off sleeps and re-queueing behind the rest of the batch
+        make the whole batch wait for one failing request); the caller re-sends it."""
         gen_kwargs = dict(gen_kwargs)
         if "seed" in gen_kwargs and _is_hflm(self.real):
             # HFLM passes generation kwargs to transformers' generate, which has no per-request
@@ -139,7 +149,7 @@ class HarnessModel:
         lm = self.real if retry else self.lm
         keys = {prompt_text(ctx): session_key_of(doc) for ctx, doc in zip(contexts, docs)}
         with _AnswerHook(self.real, on_answer), _BodyCheck(self.real, self.counts), _SessionHeader(self.real, keys), \
-                _AttemptCounter(self.real, self.counts), _IsolateFailures(self.real), quiet_request_bars():
+                _AttemptCounter(self.real, self.counts), _IsolateFailures(self.real, single_attempt), quiet_request_bars():
             outs = list(lm.generate_until(instances))
         outputs = [failure_in(out) or out for out in outs]
         self._count_tokens(contexts, outputs)
@@ -176,7 +186,14 @@ class _AttemptCounter:
 
     def _record(self, exc: BaseException | None) -> None:
         self.counts.add(http_attempts=1)
-        if exc is not None:
+        if exc is None:
+            return
+        ended_by_client = client_side(exc)  # never counted as the endpoint's failure
+        if ended_by_client == "cancelled":
+            self.counts.add(cancelled=1)
+        elif ended_by_client == "timeout":
+            self.counts.add(client_timeouts=1)
+        else:
             self.counts.http_attempt_failed(classify(exc) or FailureKind.OTHER)
 
     def __enter__(self):
@@ -318,8 +335,9 @@ class _IsolateFailures:
     :data:`FAILED_MARK` answers instead. Requests are told apart by their ``messages`` chunk, the
     same object on every attempt of one request."""
 
-    def __init__(self, real_lm) -> None:
+    def __init__(self, real_lm, single_attempt: bool = False) -> None:
         self.real = real_lm
+        self.single_attempt = single_attempt  # the first failed attempt is the request's last
         self.active = is_api_model(real_lm) and hasattr(real_lm, "amodel_call")
 
     def __enter__(self):
@@ -327,7 +345,7 @@ class _IsolateFailures:
             return self
         self.previous = self.real.__dict__.get("amodel_call", _ABSENT)
         inner = self.real.amodel_call
-        last = max(1, int(getattr(self.real, "max_retries", 1) or 1))
+        last = 1 if self.single_attempt else max(1, int(getattr(self.real, "max_retries", 1) or 1))
         attempts: dict[int, int] = {}
 
         async def amodel_call(*args, **kwargs):

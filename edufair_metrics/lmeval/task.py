@@ -28,11 +28,18 @@ from edufair_metrics.analysis.judge_validity import degenerate_judge_in
 from edufair_metrics.errors import EduFairError, Interrupted
 from edufair_metrics.judge.run import format_missing_summary
 from edufair_metrics.lmeval import plugin_discovery, print_notices_once, quiet_request_bars
-from edufair_metrics.lmeval.aggregations import PARAMETERISED, agg_call_counts, complete_dialogues, summed_call_counts
+from edufair_metrics.lmeval.aggregations import (
+    PARAMETERISED,
+    ScoresRef,
+    agg_call_counts,
+    complete_dialogues,
+    summed_call_counts,
+)
 from edufair_metrics.lmeval.harness import (
     answer_placeholders_locally,
     api_seed,
     evaluation_output_path,
+    evaluation_tracker,
     find_harness_lm,
     harness_seeds,
     install_excepthook,
@@ -43,6 +50,7 @@ from edufair_metrics.lmeval.harness import (
 )
 from edufair_metrics.lmeval.lm import batch_size_of, is_api_model, is_auto_batch, is_hflm_class, prompt_text, unwrap
 from edufair_metrics.lmeval.models import HarnessModel, build_student, endpoint_of, identity, model_class, parse_model_args
+from edufair_metrics.lmeval.outputs import guard_output_files
 from edufair_metrics.preflight import check_output_path, check_reachable, openai_key_exposure, preflight_enabled
 from edufair_metrics.provenance import package_provenance
 from edufair_metrics.records import ALL_METRICS, RECORD_KEY, TASK_DOMAINS, DialogueRecord, nan_to_none
@@ -57,6 +65,9 @@ HARNESS_PLACEHOLDER = "EduFair: this dialogue is finished; reply with one token.
 # the dialogue is written once to the samples file (as the complete_dialogues metric), not again in
 # lm-eval's resps and filtered_resps.
 RECORD_REF = "edufair-record:{task}:{doc_id}"
+# What the samples file holds in each of the score aggregations' fields: a reference to the scores
+# of the same line's record (``complete_dialogues.scores``), written once (aggregations.ScoresRef).
+SCORES_REF = "edufair-scores:{task}:{doc_id}"
 
 # task metadata keys that lm-eval adds and that are not tutor model arguments
 _NOT_MODEL_ARGS = ("edufair", "version", "config_source", "task", "group", "edufair_calls", "edufair_provenance")
@@ -102,6 +113,7 @@ class EduFairTask(ConfigurableTask):
             if fn in PARAMETERISED:
                 self._aggregation_list[name] = functools.partial(fn, params=stat_params)
         check_output_path(evaluation_output_path())  # before any dialogue: results must be savable
+        guard_output_files(evaluation_tracker())  # and a file that could not be written whole never looks complete
         if logs_samples() is False:
             log.warning("edufair: %s: lm-eval runs without --log_samples, so the dialogue records (transcripts, judge "
                         "labels, scores) will not be saved; `edufair report`, `judge` and `view` read them from the "
@@ -188,6 +200,14 @@ class EduFairTask(ConfigurableTask):
                 f"question (all its levels); raise --limit to at least {world_size} questions' documents or use "
                 "fewer processes")
 
+    def _shard_provenance(self, limit, samples) -> dict[str, Any] | None:
+        """This run's shard, with the shards that hold none of the run's questions (all of them,
+        before the split), so that pooling checks completeness against the question set."""
+        if self.settings.shard is None:
+            return None
+        questions = {d["question_id"] for _, d in self.run_docs(limit=limit, samples=samples, shard=False)}
+        return self.settings.shard.provenance(questions)
+
     # ---- the dialogues ---------------------------------------------------------------------
     def build_all_requests(
         self,
@@ -219,8 +239,9 @@ class EduFairTask(ConfigurableTask):
             shard = self.settings.shard
             if shard is not None:
                 n = len(question_blocks(self.run_docs(limit=limit, samples=samples, shard=False)))
-                raise EduFairError(f"{self.config.task}: {shard} holds none of this run's {n} question(s); use fewer "
-                                   "shards (edufair.shard.count) or more questions")
+                raise EduFairError(f"{self.config.task}: {shard} holds none of this run's {n} question(s): nothing to "
+                                   "run here, and nothing is missing without it (the other shards' records name it "
+                                   "empty, and edufair report pools them without it)")
             raise EduFairError(f"{self.config.task}: no documents to run")
         meta = self.config.metadata or {}
         tutor_id, tutor_id_source = tutor_identity(tutor_lm, {k: v for k, v in meta.items() if k not in _NOT_MODEL_ARGS})
@@ -234,7 +255,7 @@ class EduFairTask(ConfigurableTask):
             seeds={**harness_seeds(), "tutor_api_seed": api_seed(tutor_lm)},
             sample=getattr(self, "_sample_provenance", None), bank_file=getattr(self, "_bank_file", None),
             execution={"world_size": int(world_size), "tutor_batch_size": batch_size_of(tutor_lm),
-                       "shard": self.settings.shard.provenance() if self.settings.shard is not None else None},
+                       "shard": self._shard_provenance(limit, samples)},
             protocol=getattr(self, "_protocol_provenance", None),
         )
         tutor = RoleModel(HarnessModel(tutor_lm), tutor_id, tutor_id_source, kind=type(unwrap(tutor_lm)).__name__)
@@ -311,12 +332,13 @@ class EduFairTask(ConfigurableTask):
         record = self.record_of(results[0])
         if self._predict_only:
             return {"bypass": None, RECORD_KEY: record.to_dict()}
-        scores = record.scores.to_dict()
         out: dict[str, Any] = {RECORD_KEY: record.to_dict()}
         for metric in ALL_METRICS:
             out[metric] = nan_to_none(record.scores.scores.get(metric))
+        # one object for the ten score aggregations; the samples line stores it as a short reference
+        ref = ScoresRef(SCORES_REF.format(task=self.config.task, doc_id=record.transcript.doc_id), out[RECORD_KEY]["scores"])
         for agg in _SCORE_AGGREGATES:
-            out[agg] = scores
+            out[agg] = ref
         out["failed_call_attempts"] = None if self._calls_reported else dict(self._call_counts)
         self._calls_reported = True
         # dialogues ended by a failed call (left out of the paired statistics by default)

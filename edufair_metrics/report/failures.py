@@ -131,19 +131,22 @@ def call_counts_markdown(counts: Iterable[CallCounts | Mapping[str, Any]],
         "sends = how often distinct requests were sent; retried = distinct requests sent again after a "
         "failed attempt (recovered = then answered); failed = distinct requests that still failed. "
         "Failed attempts count every failure, also those a retry recovered. HTTP attempts (API "
-        "models) include lm-eval's own retries inside a send, which lm-eval does not report.", "",
+        "models) include lm-eval's own retries inside a send, which lm-eval does not report; their failures "
+        "by kind are the endpoint's. Attempts the client ended itself are counted apart, never as the "
+        "endpoint's failures: client timeouts (its own deadline passed: a slow server or a CPU-starved "
+        "client) and cancelled (Ctrl-C, the run's shutdown).", "",
         "| role | requests | cached | coalesced | distinct | sends | retried | recovered | failed | failed by kind "
-        "| failed attempts by kind | HTTP attempts | failed HTTP attempts by kind |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---|",
+        "| failed attempts by kind | HTTP attempts | failed HTTP attempts by kind | client timeouts | cancelled |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---|---:|---:|",
     ]
     for c in rows:
         lines.append(
             f"| {c.role} | {c.requests} | {c.cached} | {c.coalesced} | {c.distinct} | {c.sends} | {c.retried} | "
             f"{c.recovered} | {c.failed} | {_kinds(c.failed_by_kind)} | {_kinds(c.failed_attempts_by_kind)} | "
-            f"{c.http_attempts or '-'} | {_kinds(c.http_failed_by_kind)} |"
+            f"{c.http_attempts or '-'} | {_kinds(c.http_failed_by_kind)} | {c.client_timeouts} | {c.cancelled} |"
         )
     if not rows:
-        lines.append("| (no calls recorded) | | | | | | | | | | | | |")
+        lines.append("| (no calls recorded) | | | | | | | | | | | | | | |")
     return "\n".join(lines) + "\n"
 
 
@@ -156,7 +159,8 @@ COST_COLUMNS = ["tutor", "role", "requests", "calls", "prompt_tokens", "completi
 def _cost_row(tutor: str, role: str, parts: list[Mapping[str, Any]]) -> dict[str, Any]:
     c = sum_call_counts(parts)[0]
     # calls that could have reported tokens: every HTTP response of an API model, else every send
-    calls = c.http_attempts - sum(c.http_failed_by_kind.values()) if c.http_attempts else c.sends
+    calls = (c.http_attempts - sum(c.http_failed_by_kind.values()) - c.client_timeouts - c.cancelled
+             if c.http_attempts else c.sends)
     recorded = all("token_calls" in p for p in parts)
     if not recorded:
         note = "not recorded: the run was made before EduFair counted tokens and time"

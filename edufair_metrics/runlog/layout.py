@@ -12,6 +12,7 @@ same dialogues). A results file given explicitly pins its timestamp.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ SAMPLES_RE = re.compile(r"^samples_(?P<task>.+)_(?P<ts>[^_]+)\.jsonl$")
 # <PACKAGE_KEY> EduFair's version and lm-eval plugin entries (lmeval.task.results_provenance)
 CALL_COUNTS_KEY = "edufair_calls"
 PACKAGE_KEY = "edufair_provenance"
+log = logging.getLogger("edufair")
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,27 @@ class RunFolder:
 
     path: Path
     pinned: Path | None = None
+
+
+def output_folder(output_path: str | Path, model_folder: str) -> Path:
+    """The folder lm-eval writes a run's files into: ``OUT/<model_name_sanitized>``, or the
+    folder of an ``--output_path`` ending in ``.json``."""
+    path = Path(output_path)
+    return path.parent if path.suffix == ".json" else path / model_folder
+
+
+def results_path(output_path: str | Path, model_folder: str, timestamp: str) -> Path:
+    """The results file lm-eval writes (``results_<ts>.json``, or ``<stem>_<ts>.json`` for an
+    ``--output_path`` ending in ``.json``)."""
+    path = Path(output_path)
+    if path.suffix == ".json":
+        return path.with_name(f"{path.stem}_{timestamp}.json")
+    return path / model_folder / f"results_{timestamp}.json"
+
+
+def samples_path(output_path: str | Path, model_folder: str, task: str, timestamp: str) -> Path:
+    """The samples file of ``task`` lm-eval writes next to its results file."""
+    return output_folder(output_path, model_folder) / f"samples_{task}_{timestamp}.jsonl"
 
 
 def is_results_file(path: Path) -> bool:
@@ -139,16 +162,25 @@ def run_files(folder: RunFolder) -> RunFiles:
     chosen: dict[str, list[SamplesFile]] = {}
     used: list[Path] = []
     facts = ResultsFacts()
+    cut: list[tuple[Path, str, list[str]]] = []  # (file, how it is cut, its tasks)
     for rf in reversed(results_files):  # newest first
         ts = RESULTS_RE.match(rf.name).group("ts")
         mine = samples_by_ts.get(ts, {})
         if not mine:
+            continue
+        how = cut_json(rf)
+        if how is not None:
+            cut.append((rf, how, sorted(mine)))
             continue
         data = read_json(rf)
         if not isinstance(data, dict):
             raise EduFairError(f"{rf}: not an lm-eval results file")
         facts.model_name = facts.model_name or tutor_name(data)
         for t, path in sorted(mine.items()):
+            how = cut_lines(path)
+            if how is not None:
+                cut.append((path, how, [t]))
+                continue
             meta = ((data.get("configs") or {}).get(t) or {}).get("metadata") or {}
             counts = meta.get(CALL_COUNTS_KEY) if isinstance(meta.get(CALL_COUNTS_KEY), dict) else None
             metrics = (data.get("results") or {}).get(t, {})
@@ -157,9 +189,47 @@ def run_files(folder: RunFolder) -> RunFiles:
             if isinstance(meta.get(PACKAGE_KEY), dict):
                 facts.package.setdefault(t, meta[PACKAGE_KEY])
         used.append(rf)
+    for path, how, tasks in cut:
+        if all(t in chosen for t in tasks):  # another run's whole files hold these tasks: read those
+            log.warning("edufair: %s is cut (%s): skipped, the other whole file(s) of %s in this folder are read; "
+                        "move it out of the folder to silence this", path, how, ", ".join(tasks))
+            continue
+        raise EduFairError(f"{path} is cut ({how}): the run that wrote it could not finish writing (a full disk?); "
+                           f"{RECOVER}")
     if not chosen:
         raise EduFairError(f"{model_dir}: no samples_<task>_<timestamp>.jsonl next to the results file (run lm_eval with --log_samples)")
     return RunFiles(folder, chosen, used, facts)
+
+
+# how to recover from a cut file, the same words wherever one is met
+RECOVER = ("free space and run the same lm_eval command again into the same folder (it resumes from the call "
+           "cache and writes new, whole files, which are read instead), or move the cut file out of the folder")
+
+
+def cut_lines(path: Path) -> str | None:
+    """How a samples file is cut (its last line has no end: a write that stopped in the middle),
+    or None. Reads one byte."""
+    size = path.stat().st_size
+    if size == 0:
+        return None
+    with open(path, "rb") as fh:
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return None
+    return f"its last line ends at byte {size} without a line end"
+
+
+def cut_json(path: Path) -> str | None:
+    """How a results file is cut (it does not parse as JSON), or None."""
+    import json
+
+    try:
+        json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return f"it does not parse as JSON; {path.stat().st_size} bytes"
+    except OSError:
+        return None  # read_json says why it cannot be read
+    return None
 
 
 # model_args keys that name the tutor, most specific first

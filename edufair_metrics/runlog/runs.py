@@ -245,17 +245,20 @@ def choose_samples(task: str, folders: Sequence[tuple[RunFolder, list[SamplesFil
 
 class _ShardCheck:
     """The shards (provenance ``execution.shard``) a task's records came from: all of one count,
-    none missing, never mixed with records of an unsharded run."""
+    none missing (a shard the records name ``empty``, holding none of the run's questions, is not
+    missing), never mixed with records of an unsharded run."""
 
     def __init__(self, task: str) -> None:
         self.task = task
         self.seen: dict[int, dict[int, str]] = {}  # count -> index -> first file
+        self.empty: set[int] = set()  # shards that hold none of the run's questions (the records say)
         self.unsharded: str | None = None
 
     def add(self, provenance: dict[str, Any], where: str) -> None:
         shard = (provenance.get("execution") or {}).get("shard") if isinstance(provenance.get("execution"), dict) else None
         if isinstance(shard, dict) and shard.get("count") is not None:
             self.seen.setdefault(int(shard["count"]), {}).setdefault(int(shard.get("index", -1)), where)
+            self.empty.update(int(i) for i in shard.get("empty") or [] if isinstance(i, int))
         elif self.unsharded is None:
             self.unsharded = where
 
@@ -269,7 +272,8 @@ class _ShardCheck:
         if self.unsharded is not None:
             raise EduFairError(f"{self.task}: records of shards of {count} pooled with records of an unsharded run "
                                f"({self.unsharded}): they hold the same questions; report them separately")
-        missing = sorted(set(range(count)) - set(have))
+        # completeness against the question set: a shard that holds none of the questions is not missing
+        missing = sorted(set(range(count)) - set(have) - self.empty)
         if missing:
             raise EduFairError(
                 f"{self.task}: shard(s) {', '.join(map(str, missing))} of {count} missing (found "

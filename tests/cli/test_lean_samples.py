@@ -1,7 +1,7 @@
 """Lean samples through the real lm_eval CLI: each dialogue is stored once, in ``complete_dialogues``
 (lm-eval's ``resps`` / ``filtered_resps`` hold a short reference to it), and a turn keeps ``raw``
-only where it differs from ``text`` (a tutor turn whose reasoning was stripped); the report reads
-it back. ``tests/cli/bench_lean_samples.py`` measures the size at full scale."""
+only where it differs from ``text`` (a tutor turn whose reasoning was stripped), and the scores are
+stored once (the ten score aggregations' fields hold a reference to them); the report reads it back. ``tests/cli/bench_lean_samples.py`` measures the size at full scale."""
 
 from __future__ import annotations
 
@@ -11,10 +11,13 @@ import pytest
 
 from edufair_metrics.runlog import load_records
 from tests.helpers.bank import write_bank
-from tests.helpers.edufair_cli import EduFairFake, answer, call_key, cli_env, lm_eval_argv, run_cli
+from tests.helpers.edufair_cli import TASK, EduFairFake, answer, call_key, cli_env, lm_eval_argv, run_cli
 from tests.helpers.fake_openai import Reply
 
 pytestmark = pytest.mark.slow
+
+AGGREGATE_FIELDS = ("ped_abs_r", "conv_abs_r", "violations", "ped_excess_abs_r", "violations_fdr", "flagged_units",
+                    "certified_units", "inconclusive_units", "ped_unbiased_abs_r", "missing_label_rate")
 
 
 def test_each_turn_is_stored_once_and_raw_only_where_it_differs(tmp_path):
@@ -30,6 +33,12 @@ def test_each_turn_is_stored_once_and_raw_only_where_it_differs(tmp_path):
     for line in lines:
         obj = json.loads(line)
         assert all(len(json.dumps(x)) < 200 for x in (obj["resps"], obj["filtered_resps"])), (obj["resps"], obj["filtered_resps"])
+        # the scores are stored once, in the record; the ten score aggregations' fields refer to them
+        doc_id = obj["complete_dialogues"]["transcript"]["doc_id"]
+        for field in AGGREGATE_FIELDS:
+            assert obj[field] == f"edufair-scores:{TASK}:{doc_id}", (field, str(obj[field])[:80])
+        scores_text = json.dumps(obj["complete_dialogues"]["scores"], ensure_ascii=False)
+        assert line.count(scores_text) == 1
         turns = obj["complete_dialogues"]["transcript"]["turns"]
         for t in turns:
             if t["role"] == "student":

@@ -10,7 +10,11 @@ the loop runs sequentially (``overlap: false``), so the time measured is the tut
 requests are chosen by a hash of the request's messages: the same request fails on every attempt,
 and its dialogue ends as ``tutor_failed``.
 
-    python -m tests.dialogue.bench_resends [--questions 50] [--turns 3] [--latency 0.5] [--rate 0.02]
+    python -m tests.dialogue.bench_resends [--questions 50] [--turns 3] [--latency 0.5] [--rate 0.02] [--concurrency 16]
+
+Both runs are measured side by side in one process (the clean run first); the tutor phase is the
+wall time of the tutor's calls. The script also checks that every dialogue that did not fail has
+the clean run's transcript.
 """
 
 from __future__ import annotations
@@ -104,8 +108,10 @@ def run(args, rate: float) -> dict:
         wall = time.perf_counter() - start
     counts = tutor.counts.to_dict()
     return {"wall_s": wall, "tutor_s": model.seconds, "tutor_calls": model.calls, "distinct": counts["distinct"],
-            "sends": counts["sends"], "failed": counts["failed"],
-            "failed_dialogues": sum(s.stop_reason == "tutor_failed" for s in states)}
+            "sends": counts["sends"], "failed": counts["failed"], "http_attempts": counts["http_attempts"],
+            "failed_dialogues": sum(s.stop_reason == "tutor_failed" for s in states),
+            "transcripts": [None if s.stop_reason == "tutor_failed" else json.dumps(s.turns, default=repr)
+                            for s in states]}
 
 
 def main() -> None:
@@ -114,7 +120,7 @@ def main() -> None:
     ap.add_argument("--levels", type=int, default=9)
     ap.add_argument("--turns", type=int, default=3, help="max tutor turns")
     ap.add_argument("--latency", type=float, default=0.5, help="seconds per request")
-    ap.add_argument("--concurrency", type=int, default=64, help="num_concurrent of the tutor and the server's slots")
+    ap.add_argument("--concurrency", type=int, default=16, help="num_concurrent of the tutor and the server's slots")
     ap.add_argument("--rate", type=float, default=0.02, help="share of tutor requests that always fail")
     args = ap.parse_args()
     for name in ("edufair", "lm-eval", "lm_eval"):
@@ -129,6 +135,9 @@ def main() -> None:
               f"calls, {row['distinct']} distinct requests, {row['sends']} sends, {row['failed']} failed, "
               f"{row['failed_dialogues']} dialogues failed)")
     print(f"  ratio: {faulty['tutor_s'] / base['tutor_s']:.2f}x the tutor phase without failures")
+    kept = [(a, b) for a, b in zip(base["transcripts"], faulty["transcripts"]) if b is not None]
+    differ = sum(a != b for a, b in kept)
+    print(f"  transcripts: {differ} of {len(kept)} dialogues that did not fail differ from the clean run")
 
 
 if __name__ == "__main__":

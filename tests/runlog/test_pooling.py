@@ -121,3 +121,33 @@ def test_sampling_runs_of_different_world_sizes_do_not_pool(tmp_path):
     write_run(tmp_path / "c", "org/g", scores=_part(scores, ids[:10]), provenance={**greedy, "execution": {"world_size": 1}})
     write_run(tmp_path / "d", "org/g", scores=_part(scores, ids[10:]), provenance={**greedy, "execution": {"world_size": 2}})
     assert len(load_runs([tmp_path / "c", tmp_path / "d"])[0].scores) == N * 9  # greedy: the same transcripts
+
+
+def test_an_empty_shard_is_not_missing_completeness_is_against_the_question_set(tmp_path):
+    """4 questions in 3 shards with one shard empty (as the issue found): the two shards that hold
+    every question pool, because each record names the empty shard (``execution.shard.empty``, from
+    the run's question set); a shard that holds questions is still named when it is absent."""
+    from edufair_metrics.bank.shard import Shard
+
+    scores = _scores(40)
+    ids = _ids(scores)
+    count = 3
+    # the question set: 4 questions of two shards only (shard `empty` holds none of them)
+    by_shard: dict[int, list[str]] = {}
+    for q in ids:
+        by_shard.setdefault(shard_of(q, count), []).append(q)
+    empty = next(i for i in range(count) if i in by_shard)  # a shard we leave without questions
+    held = [i for i in range(count) if i != empty and i in by_shard]
+    questions = [q for i in held for q in by_shard[i][:2]]
+    assert Shard(index=0, count=count).empty_shards(questions) == [empty]
+    part_scores = _part(scores, set(questions))
+    for k, index in enumerate(held):
+        part = [s for s in part_scores if shard_of(s.question_id, count) == index]
+        prov = Shard(index=index, count=count).provenance(questions)
+        write_run(tmp_path / f"host{index}", "org/m", scores=part, timestamp=TS[k],
+                  provenance={"execution": {"world_size": 1, "tutor_batch_size": "8", "shard": prov}})
+    runs = load_runs([tmp_path])
+    assert len(runs[0].scores) == len(part_scores)
+    # a shard that holds questions is still missing when absent
+    with pytest.raises(EduFairError, match=rf"shard\(s\) {held[1]} of 3 missing"):
+        load_runs([tmp_path / f"host{held[0]}"])
