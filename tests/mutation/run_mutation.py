@@ -127,7 +127,9 @@ def enumerate_mutants(module: str, root: Path = ROOT) -> list[Mutant]:
 
 
 def _pytest(tests: list[str], args: list[str], cwd: Path, timeout: float | None) -> tuple[int, str, float]:
-    env = dict(os.environ, PYTHONPATH=str(cwd), PYTHONDONTWRITEBYTECODE="1")
+    # the scratch tree first; other entries (a dependency folder) stay, the checkout itself does not
+    rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p).resolve() != ROOT]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(cwd), *rest]), PYTHONDONTWRITEBYTECODE="1")
     t0 = time.monotonic()
     try:
         proc = subprocess.run([sys.executable, "-m", "pytest", *args, *tests], cwd=cwd, env=env,
