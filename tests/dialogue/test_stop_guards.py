@@ -191,3 +191,25 @@ def test_an_affirmation_about_another_number_only_for_number_golds():
     assert run([("student", "So 42?"), ("tutor", "You halved 84 first. That's correct.")], forms=["42"],
                domain="mathematics", question=q)[0] is None
     assert run([("student", "Carbon has four."), ("tutor", "Yes, group 14 has 4 of them.")])[0] == STOP_ANSWER_CONFIRMED
+
+
+# ---- which candidate is read -----------------------------------------------------------------------
+
+def test_the_opening_word_is_read_before_a_later_affirmation_and_a_question_is_skipped():
+    assert find_affirmation("Well, yes!") == "yes"  # the strong opening word, not the lead-in "Well"
+    assert find_affirmation("Exactly that!") == "Exactly"  # an opening word is not scoped by what follows
+    assert find_affirmation("Yes to both parts.") == "Yes"
+    assert find_affirmation("Correct? You got it.") == "You got it"  # the asked one is skipped, not the rest
+    assert confirmed("Exactly that!") and confirmed("Correct? You got it.")
+
+
+def test_about_other_number_is_keyword_only():
+    with pytest.raises(TypeError):
+        find_affirmation("Yes!", lambda _: True)  # type: ignore[misc]
+    assert find_affirmation("Yes!", about_other_number=lambda _: False) == "Yes"
+    assert find_affirmation("Yes, 84 pages.", about_other_number=lambda _: True) is None
+
+
+def test_the_previous_student_turn_also_after_two_tutor_turns():
+    reason, state = run([("student", "Carbon has four."), ("tutor", "Hmm, let me think."), ("tutor", "Yes!")])
+    assert reason == STOP_ANSWER_CONFIRMED and state.stop_evidence.student_span == "four"

@@ -160,8 +160,10 @@ def copy_tree(root: Path = ROOT) -> Path:
 
 
 def run_module(module: str, spec: dict, run_cfg: dict, *, sample: int, seed: int, equivalent: dict[str, str],
-               work: Path, log=print) -> list[Mutant]:
-    """Run the (sampled) mutants of one module in the scratch tree ``work``."""
+               work: Path, previous: dict[tuple[str, int], Mutant] | None = None, log=print) -> list[Mutant]:
+    """Run the (sampled) mutants of one module in the scratch tree ``work``. ``previous``: outcomes
+    of an earlier run of the same module source; its caught mutants are kept (tests were only
+    added since), the others run again."""
     tests = list(spec["tests"])
     args = list(run_cfg.get("pytest_args", []))
     mutants = enumerate_mutants(module, work)
@@ -169,6 +171,7 @@ def run_module(module: str, spec: dict, run_cfg: dict, *, sample: int, seed: int
     if sample and sample < total:
         mutants = random.Random(f"{seed}:{module}").sample(mutants, sample)
         mutants.sort(key=lambda m: (m.line, m.operator, m.occurrence))
+    previous = previous or {}
     rc, output, clean = _pytest(tests, args, work, None)
     if rc != 0:
         raise SystemExit(f"the clean tests of {module} fail (exit {rc}):\n{output[-3000:]}")
@@ -180,8 +183,11 @@ def run_module(module: str, spec: dict, run_cfg: dict, *, sample: int, seed: int
 
     try:
         for i, m in enumerate(mutants, 1):
+            old = previous.get((m.operator, m.occurrence))
             if m.key in equivalent:
                 m.outcome = "equivalent"
+            elif old is not None and old.key == m.key and old.outcome == "caught":
+                m.outcome, m.seconds, m.failed_test = "caught", old.seconds, old.failed_test
             else:
                 mutated = mutate_code(original, _operator(m.operator), m.occurrence)
                 path.write_text(mutated, encoding="utf-8")
@@ -218,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
     ap.add_argument("--out", type=Path, help="write every mutant's outcome here (JSON)")
+    ap.add_argument("--rerun", type=Path, help="a JSON of an earlier run (same seed and sample, same module "
+                                                "source): keep its caught mutants, run the rest again")
     ns = ap.parse_args(argv)
     cfg = load_config()
     modules = ns.module or list(cfg["modules"])
@@ -230,12 +238,17 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{mod}:{m.line} {m.key}")
         return 0
     equivalent = load_equivalent()
+    previous: dict[str, dict[tuple[str, int], Mutant]] = {}
+    if ns.rerun:
+        for mod, ms in json.loads(ns.rerun.read_text()).items():
+            previous[mod] = {(d["operator"], d["occurrence"]): Mutant(**d) for d in ms}
     work = copy_tree()
     results: dict[str, list[Mutant]] = {}
     try:
         for mod in modules:
             results[mod] = run_module(mod, cfg["modules"][mod], cfg.get("run", {}), sample=ns.sample, seed=ns.seed,
-                                      equivalent=equivalent.get(mod, {}), work=work)
+                                      equivalent=equivalent.get(mod, {}), work=work,
+                                      previous=previous.get(mod))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"\n| module | mutants run | caught | survived | equivalent | score (± s.e.) |\n|---|---|---|---|---|---|")
