@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
                                       previous=previous.get(mod))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"\n| module | mutants run | caught | survived | equivalent | score (± s.e.) |\n|---|---|---|---|---|---|")
+    print("\n| module | mutants run | caught | survived | equivalent | score (± s.e.) |\n|---|---|---|---|---|---|")
     for mod, ms in results.items():
         c, s, e, sc, se = score(ms)
         print(f"| `{mod}` | {len(ms)} | {c} | {s} | {e} | {100 * sc:.0f}% (± {100 * se:.0f}) |")
