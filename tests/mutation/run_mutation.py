@@ -47,6 +47,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 CONFIG = HERE / "mutation.toml"
 EQUIVALENT = HERE / "equivalent.toml"
+NAMED = HERE / "named.toml"
 
 _ARITH = ("Add", "Sub", "Mul", "Div")
 _COMPARE = ("Eq", "NotEq", "Lt", "LtE", "Gt", "GtE")
@@ -217,6 +218,32 @@ def score(mutants: list[Mutant]) -> tuple[int, int, int, float, float]:
     return caught, survived, equiv, s, se
 
 
+def run_named(modules: list[str], cfg: dict, work: Path, log=print) -> list[tuple[str, str, str]]:
+    """The changes ``named.toml`` lists, each applied alone: (module, what, caught | SURVIVED |
+    not applicable)."""
+    with open(NAMED, "rb") as fh:
+        named = tomllib.load(fh).get("named", {})
+    args = list(cfg.get("run", {}).get("pytest_args", []))
+    out = []
+    for mod in modules:
+        path = work / mod
+        original = path.read_text(encoding="utf-8")
+        try:
+            for change in named.get(mod, []):
+                if change["from"] not in original:
+                    outcome = "not applicable"
+                else:
+                    path.write_text(original.replace(change["from"], change["to"], 1), encoding="utf-8")
+                    rc, output, _ = _pytest(list(cfg["modules"][mod]["tests"]), args, work, None)
+                    path.write_text(original, encoding="utf-8")
+                    outcome = "SURVIVED" if rc == 0 else f"caught ({_first_failure(output) or f'exit {rc}'})"
+                log(f"{mod}: {change['what']}: {outcome}")
+                out.append((mod, change["what"], outcome))
+        finally:
+            path.write_text(original, encoding="utf-8")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--module", action="append", help="a module of mutation.toml (default: all)")
@@ -224,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
     ap.add_argument("--out", type=Path, help="write every mutant's outcome here (JSON)")
+    ap.add_argument("--named", action="store_true", help="run the changes named.toml lists instead of a sample")
     ap.add_argument("--rerun", type=Path, help="a JSON of an earlier run (same seed and sample, same module "
                                                 "source): keep its caught mutants, run the rest again")
     ns = ap.parse_args(argv)
@@ -237,6 +265,13 @@ def main(argv: list[str] | None = None) -> int:
             for m in enumerate_mutants(mod):
                 print(f"{mod}:{m.line} {m.key}")
         return 0
+    if ns.named:
+        work = copy_tree()
+        try:
+            named = run_named(modules, cfg, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return 1 if any(o == "SURVIVED" for _, _, o in named) else 0
     equivalent = load_equivalent()
     previous: dict[str, dict[tuple[str, int], Mutant]] = {}
     if ns.rerun:
