@@ -31,6 +31,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -265,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
             for m in enumerate_mutants(mod):
                 print(f"{mod}:{m.line} {m.key}")
         return 0
+    # a SIGTERM unwinds (the finally blocks restore the module and remove the scratch tree)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if ns.named:
         work = copy_tree()
         try:
