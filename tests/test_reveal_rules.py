@@ -159,3 +159,15 @@ def test_stating_the_gold_is_a_leak_or_a_confirmation_never_a_partial_reveal():
     assert confirms_answer(tutor, ["30"], M, history=history)
     assert not leaks_answer(tutor, ["30"], M, history=history)
     assert not confirms_answer(tutor, ["30"], M, question=q)
+
+
+IMPLIED = {"twice": 2, "double": 2, "doubles": 2, "doubled": 2, "half": 2, "halves": 2, "triple": 3, "triples": 3,
+           "tripled": 3, "thrice": 3, "third": 3, "thirds": 3, "quarter": 4, "quarters": 4}
+
+
+@pytest.mark.parametrize("word, q", sorted(IMPLIED.items()))
+def test_each_implied_word_is_its_quantity(word, q):
+    question = f"Tom had 7 marbles, and then the number {word}. How many marbles are there now?"
+    assert decisive_values(question, ["11"]) == one_step_values("11", [7, q])
+    # without the word, only 7 is a quantity
+    assert decisive_values("Tom had 7 marbles. How many marbles are there now?", ["11"]) == one_step_values("11", [7])
