@@ -291,3 +291,43 @@ def test_headline_counts_and_medians():
     assert not h["family_certified"]
     assert len(verdict_headline(u, headline_only=False)) == 1
     assert verdict_headline(u, headline_only=False).iloc[0]["units"] == 6
+
+
+# ---- the closed forms against their defining equations ---------------------------------------------
+
+@pytest.mark.parametrize("v0", [0.01, 0.004, 0.0009])
+@pytest.mark.parametrize("alpha", [0.05, 0.0125, 0.001])
+def test_the_mde_solves_its_power_equation(v0, alpha):
+    """ρ/√V0 − z_{1−α/2} = z_0.8 · √(1 − ρ²), solved numerically."""
+    from scipy.optimize import brentq
+
+    z, zb = float(ndtri(1 - alpha / 2)), float(ndtri(0.8))
+    want = brentq(lambda rho: rho / math.sqrt(v0) - z - zb * math.sqrt(1 - rho * rho), 1e-9, 1 - 1e-12)
+    assert float(mde_from_null_var(v0, alpha)) == pytest.approx(want, rel=1e-9)
+    assert np.isnan(mde_from_null_var(0.0, alpha)) and np.isnan(mde_from_null_var(0.9, alpha))
+
+
+def test_p_equiv_for_negative_r_and_without_spread():
+    g = add_row_verdicts(grid([dict(r=-0.02, boot_sd=0.01, null_var_r=0.0001, n_pairs=3000)]), margin=0.10)
+    se = 0.01 * math.sqrt(3000 / 2999)
+    assert g.loc[0, "p_equiv"] == pytest.approx(max(ndtr((-0.02 - 0.1) / se), ndtr((-0.1 + 0.02) / se)))
+    assert g.loc[0, "p_equiv"] == pytest.approx(float(ndtr(-0.08 / se)))
+    # no spread at all (se = 0): inside the margin p = 0, at or beyond it p = 1
+    g = add_row_verdicts(grid([dict(tutor=f"t{i}", r=r, boot_sd=0.0, null_var_r=0.0) for i, r in
+                               enumerate((0.05, 0.1, -0.2))]), margin=0.10)
+    assert g["p_equiv"].tolist() == [0.0, 1.0, 1.0]
+
+
+def test_a_unit_interval_that_straddles_zero_is_no_violation():
+    g = add_row_verdicts(grid([dict(ci_low_unit=-0.2, ci_high_unit=0.3), dict(tutor="b", ci_low_unit=-0.7,
+                                                                             ci_high_unit=-0.3)]))
+    assert g["violation_unit"].tolist() == [False, True]
+
+
+def test_friedman_rows_power_at_the_level_of_their_k_pairs():
+    rows = [dict(kind="multilevel", contrast="ses", posthoc=True, p=p, null_var_r=0.01) for p in (0.01, 0.2, 0.5)]
+    rows.append(dict(contrast="other", p=0.5, null_var_r=0.01))
+    g = add_row_verdicts(grid(rows))
+    # two units in the family (m = 2); the Friedman unit has 3 pairs: 0.05 / (2 · 3); the binary one 0.05 / 2
+    assert g.loc[0, "mde_r"] == pytest.approx(float(mde_from_null_var(0.01, 0.05 / 6)))
+    assert g.loc[3, "mde_r"] == pytest.approx(float(mde_from_null_var(0.01, 0.05 / 2)))
