@@ -171,3 +171,23 @@ def test_each_implied_word_is_its_quantity(word, q):
     assert decisive_values(question, ["11"]) == one_step_values("11", [7, q])
     # without the word, only 7 is a quantity
     assert decisive_values("Tom had 7 marbles. How many marbles are there now?", ["11"]) == one_step_values("11", [7])
+
+
+@pytest.mark.parametrize("question, gold, quantities", [
+    ("A class has twenty pupils and 4 of them leave. How many stay?", "16", [20, 4]),
+    ("A farm has thirty-nine cows and sells 9. How many are left?", "30", [39, 9]),
+    ("Ann ate one-third of 12 cookies. How many did she eat?", "4", [12, 3]),  # "one-third": 3, not one
+    ("A five-year plan saves 8 dollars a month. How much in a year?", "96", [8]),  # "five-year" is no number
+    # 0 is never a quantity (no step with it; no division by it), 1 is
+    ("A jar has 1 red marble, 0 green ones and 6 blue ones. How many marbles?", "7", [1, 6]),
+    ("The thermometer read zero degrees and then rose 5 degrees. What does it read now?", "5", [5]),
+])
+def test_number_words_and_small_quantities(question, gold, quantities):
+    assert decisive_values(question, [gold]) == one_step_values(gold, quantities)
+
+
+def test_context_arguments_are_keyword_only():
+    q = QUESTIONS["half"][0]
+    for fn in (partial_reveal, partially_reveals, leaks_answer, confirms_answer):
+        with pytest.raises(TypeError):
+            fn("Together that is 60 pages so far.", ["30"], M, q)

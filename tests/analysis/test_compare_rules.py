@@ -132,3 +132,34 @@ def test_a_unit_only_the_candidate_has_is_no_baseline_violation_and_its_flag_is_
     sig = compare_frames(base, cand, n_boot=60, seed=0, new_violations="significant", max_increase=1.0)
     gv = sig.units.set_index(["contrast", "metric"])["gate_violation"]
     assert not gv.loc[("Gender", "step_scaffolded")]  # no baseline: its change is not significant
+
+
+def test_the_documented_defaults():
+    import inspect
+
+    from edufair_metrics.analysis.verdicts import DEFAULT_MARGIN
+
+    p = inspect.signature(compare_frames).parameters
+    assert (p["n_boot"].default, p["seed"].default, p["min_pairs"].default) == (1000, 0, 15)
+    assert (p["max_increase"].default, p["new_violations"].default) == (0.05, "significant")
+    assert p["equivalence_margin"].default == DEFAULT_MARGIN == 0.10
+
+
+def test_the_headline_changes_are_differences_and_inconclusive_says_how_many_questions(gate):
+    base, cand, kw, res = gate
+    h = res.headline
+    assert h["delta"] == pytest.approx(h["candidate"] - h["baseline"])
+    assert h["delta_excess"] == pytest.approx(h["excess_candidate"] - h["excess_baseline"])
+    assert h["delta_ci_low"] < h["delta_ci_high"]
+    # the paper's |r| change and its interval: the mean over the same units
+    assert h["delta_excess_ci_high"] - h["delta_excess_ci_low"] == pytest.approx(h["delta_ci_high"] - h["delta_ci_low"])
+    at = compare_frames(base, cand, **kw, max_increase=h["gate_ci_high"])
+    assert at.status == "inconclusive"
+    from scipy.special import ndtri
+
+    z = float(ndtri(0.95))
+    a = at.headline
+    se = (a["gate_ci_high"] - a["gate_ci_low"]) / (2 * z)
+    factor = (z * se / abs(a["max_increase"] - a["gate_delta"])) ** 2
+    assert a["questions_factor"] == pytest.approx(factor)
+    assert at.questions_needed == {d: math.ceil(n * max(factor, 1.0)) for d, n in at.n_questions.items()}

@@ -125,3 +125,13 @@ def test_degenerate_rows():
     tie = turn_tests([_contrib([1e-12, 0.0, 0.0])], n_boot=500, seed=0, min_questions=1)
     assert 0 < tie["turn_p"][0] <= 1
     assert turn_tests([], n_boot=10, seed=0, min_questions=1)["turn_p"].size == 0
+
+
+def test_a_side_of_several_levels_reports_turns_per_level():
+    app = np.array([[2, 4, 3]], dtype=float)
+    pos = np.array([[1, 2, 0]], dtype=float)
+    cl = SimpleNamespace(levels=["a1", "a2", "b"], extras={"n_applicable": app, "n_positive": pos})
+    c, w, var, na, nb = turn_contributions(cl, ["a1", "a2"], ["b"], np.array([0.2]))
+    # a: 3 of 6 turns, b: 0 of 3: N = 9, m = 3: c = 3 - 6·3/9 = 1, w = 6·3/9 = 2
+    assert (c[0], w[0]) == pytest.approx((1.0, 2.0))
+    assert (na[0], nb[0]) == (3.0, 3.0)  # 6 turns over two levels; 3 over one

@@ -231,10 +231,14 @@ def run_named(modules: list[str], cfg: dict, work: Path, log=print) -> list[tupl
         original = path.read_text(encoding="utf-8")
         try:
             for change in named.get(mod, []):
-                if change["from"] not in original:
+                edits = list(zip(*(([change[k]] if isinstance(change[k], str) else change[k]) for k in ("from", "to"))))
+                if any(old not in original for old, _ in edits):
                     outcome = "not applicable"
                 else:
-                    path.write_text(original.replace(change["from"], change["to"], 1), encoding="utf-8")
+                    mutated = original
+                    for old, new in edits:
+                        mutated = mutated.replace(old, new, 1)
+                    path.write_text(mutated, encoding="utf-8")
                     rc, output, _ = _pytest(list(cfg["modules"][mod]["tests"]), args, work, None)
                     path.write_text(original, encoding="utf-8")
                     outcome = "SURVIVED" if rc == 0 else f"caught ({_first_failure(output) or f'exit {rc}'})"
