@@ -162,7 +162,8 @@ def copy_tree(root: Path = ROOT) -> Path:
 
 
 def run_module(module: str, spec: dict, run_cfg: dict, *, sample: int, seed: int, equivalent: dict[str, str],
-               work: Path, previous: dict[tuple[str, int], Mutant] | None = None, log=print) -> list[Mutant]:
+               work: Path, previous: dict[tuple[str, int], Mutant] | None = None, shard: tuple[int, int] = (1, 1),
+               log=print) -> list[Mutant]:
     """Run the (sampled) mutants of one module in the scratch tree ``work``. ``previous``: outcomes
     of an earlier run of the same module source; its caught mutants are kept (tests were only
     added since), the others run again."""
@@ -173,6 +174,7 @@ def run_module(module: str, spec: dict, run_cfg: dict, *, sample: int, seed: int
     if sample and sample < total:
         mutants = random.Random(f"{seed}:{module}").sample(mutants, sample)
         mutants.sort(key=lambda m: (m.line, m.operator, m.occurrence))
+    mutants = mutants[shard[0] - 1::shard[1]]  # shard i of n: every n-th mutant of the sample
     previous = previous or {}
     rc, output, clean = _pytest(tests, args, work, None)
     if rc != 0:
@@ -256,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
     ap.add_argument("--out", type=Path, help="write every mutant's outcome here (JSON)")
+    ap.add_argument("--shard", default="1/1", help="i/n: run only every n-th mutant of the sample, from the i-th "
+                                                     "(parallel processes; add up their tables)")
     ap.add_argument("--named", action="store_true", help="run the changes named.toml lists instead of a sample")
     ap.add_argument("--rerun", type=Path, help="a JSON of an earlier run (same seed and sample, same module "
                                                 "source): keep its caught mutants, run the rest again")
@@ -279,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return 1 if any(o == "SURVIVED" for _, _, o in named) else 0
+    i, _, n = ns.shard.partition("/")
+    shard = (int(i), int(n))
     equivalent = load_equivalent()
     previous: dict[str, dict[tuple[str, int], Mutant]] = {}
     if ns.rerun:
@@ -290,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         for mod in modules:
             results[mod] = run_module(mod, cfg["modules"][mod], cfg.get("run", {}), sample=ns.sample, seed=ns.seed,
                                       equivalent=equivalent.get(mod, {}), work=work,
-                                      previous=previous.get(mod))
+                                      previous=previous.get(mod), shard=shard)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("\n| module | mutants run | caught | survived | equivalent | score (± s.e.) |\n|---|---|---|---|---|---|")
