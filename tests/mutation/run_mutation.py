@@ -199,7 +199,9 @@ def run_module(module: str, spec: dict, run_cfg: dict, *, sample: int, seed: int
                 path.write_text(original, encoding="utf-8")
                 if rc == 0:
                     m.outcome = "survived"
-                elif rc in (1, 2, -1):  # failed, errored at collection (the mutant breaks the import), timed out
+                # failed; errored at collection (2), or a node id not found (4) because the mutant breaks the
+                # import (the clean run with the same arguments passed); timed out
+                elif rc in (1, 2, 4, -1):
                     m.outcome = "caught"
                     m.failed_test = "timeout" if rc == -1 else _first_failure(output)
                 else:
