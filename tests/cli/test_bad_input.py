@@ -3,7 +3,9 @@ where (the last stderr line; lm-eval prints a traceback before it), and no outpu
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -135,22 +137,45 @@ def test_output_path_under_a_file_stops_before_any_model_call(tmp_path, fake):
     assert "--output_path" in line and "is a file" in line, line
 
 
-@pytest.mark.skipif(sys.platform == "win32" or __import__("os").geteuid() == 0, reason="root can write anywhere")
-def test_unwritable_output_path_stops_before_any_model_call(tmp_path, fake):
-    locked = tmp_path / "locked"
+@contextlib.contextmanager
+def _unwritable_folder(parent: Path):
+    """A folder nobody may write to, root included: for a normal user a folder without write
+    permission; for root (whom permissions do not stop) a read-only tmpfs mount. Skips only where
+    neither can be made (root without the right to mount, e.g. an unprivileged container)."""
+    locked = parent / "locked"
     locked.mkdir()
-    locked.chmod(0o500)
+    if os.geteuid() != 0:
+        locked.chmod(0o500)
+        try:
+            yield locked
+        finally:
+            locked.chmod(0o700)
+        return
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(locked)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"root cannot mount a read-only tmpfs here ({mounted.stderr.strip() or mounted.returncode}): "
+                    "no folder is unwritable for root")
     try:
+        yield locked
+    finally:
+        subprocess.run(["umount", str(locked)], capture_output=True)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions and mounts")
+def test_unwritable_output_path_stops_before_any_model_call(tmp_path, fake):
+    with _unwritable_folder(tmp_path) as locked:
+        with pytest.raises(OSError):  # the folder really takes no file, for this user too
+            (locked / "probe").write_text("x")
         argv = lm_eval_argv(fake.url, write_bank(tmp_path / "bank"), locked / "out")
         line = _run_expecting_one_line(tmp_path, fake, argv)
         assert "not writable" in line and str(locked) in line, line
-    finally:
-        locked.chmod(0o700)
+        assert not any(locked.iterdir())
 
 
-@pytest.mark.skipif(sys.platform != "linux" or __import__("os").geteuid() != 0,
-                    reason="needs root on Linux: /proc passes os.access there but takes no file")
+@pytest.mark.skipif(sys.platform != "linux", reason="needs Linux's /proc")
 def test_output_path_that_only_looks_writable_stops_before_any_model_call(tmp_path, fake):
+    # root: /proc passes os.access(W_OK) but takes no file; anyone else: /proc is not writable either
     argv = lm_eval_argv(fake.url, write_bank(tmp_path / "bank"), Path("/proc/edufair-out"))
     line = _run_expecting_one_line(tmp_path, fake, argv)
     assert "--output_path /proc/edufair-out" in line and "not writable" in line, line

@@ -113,7 +113,14 @@ def test_a_persistent_failure_stops_at_the_attempt_cap(fault, max_retries, retri
 @pytest.mark.parametrize("body", [{"choices": [{"index": 0, "message": {"content": None}}]},
                                   [{"choices": [{"index": 0, "text": "x"}]}]])
 def test_null_content_and_completions_bodies_pass_the_body_check(body):
-    check_completion_body(body)  # a null content is an empty answer, decided later
+    assert check_completion_body(body) is None  # a null content is an empty answer, decided later
+    # the same body without its message / text is a bad body: the check is not a no-op
+    broken = json.loads(json.dumps(body))
+    choice = (broken[0] if isinstance(broken, list) else broken)["choices"][0]
+    choice.pop("message", None), choice.pop("text", None)
+    with pytest.raises(CallFailure) as err:
+        check_completion_body(broken)
+    assert err.value.kind == FailureKind.BAD_BODY and "neither a message nor a text" in str(err.value.detail)
 
 
 def test_one_empty_tutor_answer_does_not_end_its_dialogue(bank_dir):

@@ -1,0 +1,165 @@
+"""The CI gate's rules (``analysis.compare``) stated as rules: a unit only the candidate has is no
+baseline violation and its flag is new; the fail and pass boundaries are strict (``gate_ci_low >
+M`` fails, ``= M`` does not; ``gate_ci_high < M`` passes, ``= M`` does not); the precision
+weights and the weighted bootstrap mean by hand (a resample where a unit has no value leaves that
+unit out, it is not averaged in with weight 1); the new-violation policies."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from edufair_metrics.analysis.compare import (
+    _r2_variance,
+    _recentred,
+    _unit_variance,
+    _weighted_reps,
+    compare_frames,
+)
+from edufair_metrics.analysis.verdicts import signed_root
+from tests.analysis.synthetic_scores import rate_frame
+
+
+def explicit(tutor, seed, shifts, metrics, n=50):
+    df = rate_frame({tutor: shifts}, n=n, seed=seed, metrics=metrics)
+    return df[df["condition"] == "explicit"].reset_index(drop=True)
+
+
+# ---- the weights and the weighted bootstrap by hand ------------------------------------------------
+
+def test_the_null_variance_of_a_pairs_r2_unbiased():
+    assert _r2_variance(0.02, 100) == pytest.approx((0.02 / 0.98) ** 2)
+    # V0 is floored at the untied 4 / (3n): all-zero differences (V0 = 0) are not infinitely precise
+    assert _r2_variance(0.0, 100) == pytest.approx((1 / 75 / (1 - 1 / 75)) ** 2)
+    assert _r2_variance(0.01, 100) == _r2_variance(0.0, 100)
+    assert _r2_variance(1.0, 100) == 1e18  # a single non-zero difference: no information
+    # a unit averages its k pairs: Σ variances / k²
+    assert _unit_variance([0.04, 0.02]) == pytest.approx(0.06 / 4)
+    assert _unit_variance([0.03]) == pytest.approx(0.03)
+
+
+def test_the_weighted_mean_per_resample_leaves_a_missing_value_out():
+    reps = [np.array([1.0, np.nan, 2.0, np.nan]), np.array([3.0, 3.0, np.nan, np.nan])]
+    w = np.array([1.0, 3.0])
+    got = _weighted_reps(reps, w)
+    assert got[:3] == pytest.approx([(1 * 1 + 3 * 3) / 4, 3.0, 2.0])
+    assert math.isnan(got[3])
+
+
+def test_recentring_moves_the_bootstrap_mean_onto_the_estimate():
+    reps = np.array([0.1, 0.3, np.nan, 0.5])
+    out = _recentred(reps, 0.1)
+    assert np.nanmean(out) == pytest.approx(0.1)
+    assert out[[0, 1, 3]] == pytest.approx([-0.1, 0.1, 0.3]) and math.isnan(out[2])
+
+
+@pytest.fixture(scope="module")
+def gate():
+    base = explicit("b", 1, {}, ("actionability", "step_scaffolded"), n=40)
+    cand = explicit("c", 2, {"female": 0.2}, ("actionability", "step_scaffolded"), n=40)
+    kw = dict(n_boot=60, seed=3, new_violations="ignore")
+    return base, cand, kw, compare_frames(base, cand, **kw)
+
+
+def test_the_gate_headline_is_a_weighted_mean_of_the_units(gate):
+    _, _, _, res = gate
+    h, u = res.headline, res.units
+    used = u[u["headline"] & (u["metric_kind"] == "pedagogical") & u["gate_delta"].notna()]
+    assert h["gate_units"] == len(used) > 1
+    for side in ("baseline", "candidate"):
+        r2 = used[f"r2_unbiased_{side}"]
+        m = float(np.sign(h[f"gate_{side}"]) * h[f"gate_{side}"] ** 2)  # back from the signed root
+        assert r2.min() - 1e-12 <= m <= r2.max() + 1e-12  # a weighted mean lies among its values
+    assert h["gate_delta"] == pytest.approx(h["gate_candidate"] - h["gate_baseline"])
+    assert h["gate_ci_low"] <= h["gate_delta"] <= h["gate_ci_high"]
+    # per unit: the change of the signed roots
+    row = used.iloc[0]
+    assert row["gate_delta"] == pytest.approx(float(signed_root(row["r2_unbiased_candidate"])
+                                                    - signed_root(row["r2_unbiased_baseline"])))
+
+
+# ---- the boundaries ---------------------------------------------------------------------------------
+
+def test_the_fail_boundary_is_strict(gate):
+    base, cand, kw, res = gate
+    low = res.headline["gate_ci_low"]
+    at = compare_frames(base, cand, **kw, max_increase=low)
+    assert at.headline["gate_ci_low"] == low  # the bootstrap does not depend on the margin
+    assert not any("more than the margin" in r for r in at.reasons) and at.status != "fail"
+    below = compare_frames(base, cand, **kw, max_increase=float(np.nextafter(low, -np.inf)))
+    assert below.status == "fail" and any("more than the margin" in r for r in below.reasons)
+
+
+def test_the_pass_boundary_is_strict(gate):
+    base, cand, kw, res = gate
+    high = res.headline["gate_ci_high"]
+    at = compare_frames(base, cand, **kw, max_increase=high)
+    assert at.status == "inconclusive" and not at.failed
+    above = compare_frames(base, cand, **kw, max_increase=float(np.nextafter(high, np.inf)))
+    assert above.status == "pass" and not above.failed
+
+
+# ---- a unit only the candidate has -----------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def extra_metric():
+    base = explicit("b", 1, {}, ("actionability",))
+    cand = explicit("c", 2, {"female": 0.35}, ("actionability", "step_scaffolded"))
+    return base, cand
+
+
+def test_a_unit_only_the_candidate_has_is_no_baseline_violation_and_its_flag_is_new(extra_metric):
+    base, cand = extra_metric
+    res = compare_frames(base, cand, n_boot=60, seed=0, new_violations="any")
+    u = res.units.set_index(["contrast", "metric"])
+    only = u.xs("step_scaffolded", level="metric")
+    assert not only["violation_baseline"].any() and not only["violation_fdr_baseline"].any()
+    assert (only["verdict_baseline"] == "insufficient").all()
+    assert only["gate_delta"].isna().all()  # no change can be measured without the baseline
+    gender = only.loc["Gender"]
+    assert gender["violation_candidate"] and gender["new_violation"]
+    assert gender["verdict_candidate"] == "flag" and gender["new_flag"] and gender["gate_violation"]
+    # the baseline's counts are its own units' only
+    shared = u.xs("actionability", level="metric")
+    assert res.headline["violations_baseline"] == shared.loc[shared["headline"], "violation_baseline"].sum()
+    assert res.status == "fail"
+    assert any("newly flagged" in r for r in res.reasons)
+    # the same runs with the new-violation rule off: not for new flags; significant: needs the unit's change
+    off = compare_frames(base, cand, n_boot=60, seed=0, new_violations="ignore", max_increase=1.0)
+    assert not off.units["gate_violation"].any() and off.status == "pass"
+    sig = compare_frames(base, cand, n_boot=60, seed=0, new_violations="significant", max_increase=1.0)
+    gv = sig.units.set_index(["contrast", "metric"])["gate_violation"]
+    assert not gv.loc[("Gender", "step_scaffolded")]  # no baseline: its change is not significant
+
+
+def test_the_documented_defaults():
+    import inspect
+
+    from edufair_metrics.analysis.verdicts import DEFAULT_MARGIN
+
+    p = inspect.signature(compare_frames).parameters
+    assert (p["n_boot"].default, p["seed"].default, p["min_pairs"].default) == (1000, 0, 15)
+    assert (p["max_increase"].default, p["new_violations"].default) == (0.05, "significant")
+    assert p["equivalence_margin"].default == DEFAULT_MARGIN == 0.10
+
+
+def test_the_headline_changes_are_differences_and_inconclusive_says_how_many_questions(gate):
+    base, cand, kw, res = gate
+    h = res.headline
+    assert h["delta"] == pytest.approx(h["candidate"] - h["baseline"])
+    assert h["delta_excess"] == pytest.approx(h["excess_candidate"] - h["excess_baseline"])
+    assert h["delta_ci_low"] < h["delta_ci_high"]
+    # the paper's |r| change and its interval: the mean over the same units
+    assert h["delta_excess_ci_high"] - h["delta_excess_ci_low"] == pytest.approx(h["delta_ci_high"] - h["delta_ci_low"])
+    at = compare_frames(base, cand, **kw, max_increase=h["gate_ci_high"])
+    assert at.status == "inconclusive"
+    from scipy.special import ndtri
+
+    z = float(ndtri(0.95))
+    a = at.headline
+    se = (a["gate_ci_high"] - a["gate_ci_low"]) / (2 * z)
+    factor = (z * se / abs(a["max_increase"] - a["gate_delta"])) ** 2
+    assert a["questions_factor"] == pytest.approx(factor)
+    assert at.questions_needed == {d: math.ceil(n * max(factor, 1.0)) for d, n in at.n_questions.items()}

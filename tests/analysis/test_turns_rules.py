@@ -1,0 +1,137 @@
+"""The turn-level test (``analysis.turns``) against oracles: the Mantel–Haenszel contributions by
+hand, the within-question permutation p against exact enumeration of all 2^n sign flips on tiny
+data, the classical CMH p against scipy's χ², and the edge cases: the first row of a batch and
+rows beyond the first 256, questions with 0 or 1 applicable turns, rows whose statistic is 0
+(p = 1, never above 1), rows below the question minimum."""
+
+from __future__ import annotations
+
+import itertools
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from scipy.stats import chi2
+
+from edufair_metrics.analysis.turns import TURN_COLUMNS, turn_contributions, turn_tests
+
+B = 4000  # flips: the Monte Carlo p is within ±0.016 (2 s.e. at p = 0.5) of the exact p
+
+
+def cell(na, ya, nb, yb):
+    """A two-level cell (levels a, b), one question per entry."""
+    app = np.column_stack([na, nb]).astype(float)
+    pos = np.column_stack([ya, yb]).astype(float)
+    return SimpleNamespace(levels=["a", "b"], extras={"n_applicable": app, "n_positive": pos})
+
+
+def exact_p(c: np.ndarray) -> float:
+    """The exact within-question permutation p: the share of the 2^n sign flips whose |Σ ε c| is at
+    least the observed |Σ c|."""
+    obs = abs(c.sum())
+    flips = np.array(list(itertools.product((-1, 1), repeat=c.size)))
+    return float(np.mean(np.abs(flips @ c) >= obs - 1e-9))
+
+
+def test_contributions_by_hand():
+    # question 1: a 3/4 positive, b 1/4: N = 8, m = 4: c = 3 - 4*4/8 = 1, w = 4*4/8 = 2,
+    # var = 4*4*4*4 / (64 * 7) = 4/7; question 2: a 0/2, b 2/2: c = -1, w = 1, var = 2*2*2*2/(16*3) = 1/3
+    c, w, var, na, nb = turn_contributions(cell([4, 2], [3, 0], [4, 2], [1, 2]), ["a"], ["b"], np.array([0.5, -1.0]))
+    assert c == pytest.approx([1.0, -1.0])
+    assert w == pytest.approx([2.0, 1.0])
+    assert var == pytest.approx([4 / 7, 1 / 3])
+    assert list(na) == [4, 2] and list(nb) == [4, 2]
+
+
+def test_questions_with_no_or_one_applicable_turn():
+    # 0 turns on both sides: nothing (c = w = var = 0); one turn in all: c and w defined, var 0
+    c, w, var, _, _ = turn_contributions(cell([0, 1, 0], [0, 1, 0], [0, 0, 1], [0, 0, 0]), ["a"], ["b"],
+                                         np.array([0.0, 1.0, 0.0]))
+    assert list(c) == [0.0, 0.0, 0.0] and list(w) == [0.0, 0.0, 0.0] and list(var) == [0.0, 0.0, 0.0]
+    # one turn each side: N = 2, m = 1: c = 1 - 1/2, w = 1/2, var = 1*1*1*1/(4*1)
+    c, w, var, _, _ = turn_contributions(cell([1], [1], [1], [0]), ["a"], ["b"], np.array([1.0]))
+    assert (c[0], w[0], var[0]) == pytest.approx((0.5, 0.5, 0.25))
+
+
+def test_questions_without_a_difference_or_counts_are_left_out_and_sides_of_several_levels_sum():
+    app = np.array([[2, 3, 1], [np.nan, 1, 1], [2, 2, 2]], dtype=float)
+    pos = np.array([[1, 1, 0], [0, 0, 0], [2, 0, 1]], dtype=float)
+    cl = SimpleNamespace(levels=["a", "b1", "b2"], extras={"n_applicable": app, "n_positive": pos})
+    c, w, var, na, nb = turn_contributions(cl, ["a"], ["b1", "b2"], np.array([0.1, 0.2, np.nan]))
+    assert c.size == 1  # question 2 lacks a count, question 3 a difference
+    # a 1/2, b (1+0)/(3+1): N = 6, m = 2: c = 1 - 2*2/6
+    assert c[0] == pytest.approx(1 - 4 / 6) and w[0] == pytest.approx(2 * 4 / 6)
+    assert na[0] == 2 and nb[0] == 2.0  # per level: 4 turns over two levels
+    assert turn_contributions(SimpleNamespace(levels=["a", "b"], extras={}), ["a"], ["b"], np.zeros(1)) is None
+
+
+def _contrib(c):
+    c = np.asarray(c, dtype=float)
+    return (c, np.ones_like(c), np.full_like(c, 0.25), np.full_like(c, 3.0), np.full_like(c, 2.0))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_permutation_p_is_the_exact_enumeration_p(seed):
+    rng = np.random.default_rng(seed)
+    rows = [_contrib(np.round(rng.normal(0.4, 1.0, size=n), 2)) for n in (3, 5, 6, 8)]
+    out = turn_tests(rows, n_boot=B, seed=seed, min_questions=1)
+    for i, con in enumerate(rows):
+        want = exact_p(con[0])
+        assert out["turn_p"][i] == pytest.approx(want, abs=0.035), (i, con[0])
+        assert 1 / (B + 1) <= out["turn_p"][i] <= 1
+
+
+def test_the_first_row_and_rows_beyond_256_are_tested_like_the_rest():
+    # 300 rows, every one the same strong per-turn difference: exact p = 2 / 2^10
+    strong = [1.0] * 10
+    rows = [_contrib(strong) for _ in range(300)]
+    rows[0] = _contrib([0.1, -0.1] * 5)  # the first row: no difference at all (Σ c = 0): p = 1
+    rows[299] = _contrib([0.5, -0.4, 0.3])  # the last row: exact p 6/8
+    out = turn_tests(rows, n_boot=B, seed=1, min_questions=1)
+    p = out["turn_p"]
+    assert p[0] == 1.0
+    assert np.isfinite(p).all()
+    assert (p[1:299] < 0.01).all()
+    assert p[299] == pytest.approx(exact_p(np.array([0.5, -0.4, 0.3])), abs=0.035)
+    assert out["turn_rd"][299] == pytest.approx(0.4 / 3)
+    # the same rows alone give the same p (one flip matrix for all, whatever the batch)
+    alone = turn_tests([rows[299]], n_boot=B, seed=1, min_questions=1)
+    assert alone["turn_p"][0] == p[299]
+    first = turn_tests([rows[1]], n_boot=B, seed=1, min_questions=1)
+    assert first["turn_p"][0] == p[1] == p[257]
+
+
+def test_cmh_p_and_rate_difference_by_hand():
+    c = np.array([1.0, -0.5, 2.0])
+    w = np.array([2.0, 1.0, 1.5])
+    var = np.array([0.5, 0.25, 0.75])
+    out = turn_tests([(c, w, var, np.ones(3), np.ones(3))], n_boot=200, seed=0, min_questions=2)
+    assert out["turn_rd"][0] == pytest.approx(2.5 / 4.5)
+    assert out["turn_p_cmh"][0] == pytest.approx(chi2.sf(2.5 ** 2 / 1.5, 1))
+    assert out["turn_n"][0] == 3 and out["turns_a"][0] == 1 and out["turns_b"][0] == 1
+
+
+def test_degenerate_rows():
+    zero = (np.zeros(4), np.zeros(4), np.zeros(4), np.zeros(4), np.zeros(4))  # no applicable turns at all
+    out = turn_tests([zero, None, _contrib([1.0, 2.0])], n_boot=500, seed=0, min_questions=3)
+    assert out["turn_p"][0] == 1.0 and out["turn_rd"][0] == 0.0 and out["turn_p_cmh"][0] == 1.0
+    assert out["turn_n"][0] == 4
+    for col in TURN_COLUMNS:  # no counts: all NaN
+        assert np.isnan(out[col][1])
+    # below the question minimum: only turn_n
+    assert out["turn_n"][2] == 2
+    assert all(np.isnan(out[col][2]) for col in TURN_COLUMNS if col != "turn_n")
+    # a p is never above 1, also when every flip reaches the observed statistic
+    tie = turn_tests([_contrib([1e-12, 0.0, 0.0])], n_boot=500, seed=0, min_questions=1)
+    assert 0 < tie["turn_p"][0] <= 1
+    assert turn_tests([], n_boot=10, seed=0, min_questions=1)["turn_p"].size == 0
+
+
+def test_a_side_of_several_levels_reports_turns_per_level():
+    app = np.array([[2, 4, 3]], dtype=float)
+    pos = np.array([[1, 2, 0]], dtype=float)
+    cl = SimpleNamespace(levels=["a1", "a2", "b"], extras={"n_applicable": app, "n_positive": pos})
+    c, w, var, na, nb = turn_contributions(cl, ["a1", "a2"], ["b"], np.array([0.2]))
+    # a: 3 of 6 turns, b: 0 of 3: N = 9, m = 3: c = 3 - 6·3/9 = 1, w = 6·3/9 = 2
+    assert (c[0], w[0]) == pytest.approx((1.0, 2.0))
+    assert (na[0], nb[0]) == (3.0, 3.0)  # 6 turns over two levels; 3 over one

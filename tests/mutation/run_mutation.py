@@ -1,0 +1,322 @@
+"""Mutation testing of the decision code: how many small mistakes in it would the tests catch?
+
+    python -m tests.mutation.run_mutation [--module PATH ...] [--sample N] [--seed S]
+                                          [--list] [--out FILE]
+
+One small change at a time (cosmic-ray's operators: a flipped comparison, ``and``/``or``, ``&``/``|``,
+``+ - * /`` swapped, a number ±1, ``True``/``False``, an added or dropped ``not`` / ``~``, a loop
+that never runs, ``break``/``continue``) is made in a *copy* of the working tree (the tree itself is
+never written), and the module's own test files (``mutation.toml``) run against it with
+``-x -m "not slow"``. A mutant is *caught* when those tests fail (or error, or run past
+``timeout_factor`` × the clean run), *survives* when they pass. Mutants listed in
+``equivalent.toml`` (changes with no observable effect, each with the reason) are left out of
+the score: score = caught / (caught + survived).
+
+``--sample N`` draws N mutants per module with ``random.Random(seed)`` (``--sample 0``: all of
+them); the score is reported with its one-sided 95% Clopper–Pearson lower bound. Each mutant costs one run of
+the module's tests (5–30 s here), so a full run of the five modules (~1,500 mutants) takes hours
+on two cores; a sample of 40 per module takes 15–30 minutes. Run it under ``nice``.
+
+Why cosmic-ray: it is maintained, installs offline from the wheel, exposes its operators and its
+mutator as a library (so each mutant can run its own module's tests, which mutmut 3's single
+whole-suite run and its ``mutants/`` copy layout do not allow without running all ~1,500 tests per
+mutant), and it edits source text with parso, so the mutated line is shown exactly as written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+CONFIG = HERE / "mutation.toml"
+EQUIVALENT = HERE / "equivalent.toml"
+NAMED = HERE / "named.toml"
+
+_ARITH = ("Add", "Sub", "Mul", "Div")
+_COMPARE = ("Eq", "NotEq", "Lt", "LtE", "Gt", "GtE")
+# The operators of the audit: small, plausible mistakes (not Add -> BitXor, which only raise).
+OPERATORS = (
+    [f"core/ReplaceBinaryOperator_{a}_{b}" for a in _ARITH for b in _ARITH if a != b]
+    + ["core/ReplaceBinaryOperator_BitAnd_BitOr", "core/ReplaceBinaryOperator_BitOr_BitAnd"]
+    + [f"core/ReplaceComparisonOperator_{a}_{b}" for a in _COMPARE for b in _COMPARE if a != b]
+    + ["core/ReplaceComparisonOperator_Is_IsNot", "core/ReplaceComparisonOperator_IsNot_Is"]
+    + ["core/ReplaceAndWithOr", "core/ReplaceOrWithAnd", "core/AddNot", "core/ReplaceUnaryOperator_Delete_Not",
+       "core/ReplaceUnaryOperator_Delete_Invert", "core/ReplaceUnaryOperator_USub_UAdd", "core/ReplaceTrueWithFalse",
+       "core/ReplaceFalseWithTrue", "core/NumberReplacer", "core/ReplaceBreakWithContinue",
+       "core/ReplaceContinueWithBreak", "core/ZeroIterationForLoop"]
+)
+
+
+@dataclass
+class Mutant:
+    module: str
+    operator: str
+    occurrence: int
+    line: int
+    before: str  # the changed line as written
+    after: str  # the same line mutated
+    outcome: str = ""  # caught | survived | equivalent | error
+    seconds: float = 0.0
+    failed_test: str = ""
+
+    @property
+    def key(self) -> str:
+        """What ``equivalent.toml`` names: stable across edits elsewhere in the module."""
+        return f"{self.operator.removeprefix('core/')}: {self.before.strip()}  ->  {self.after.strip()}"
+
+
+def load_config(path: Path = CONFIG) -> dict:
+    with open(path, "rb") as fh:
+        return tomllib.load(fh)
+
+
+def load_equivalent(path: Path = EQUIVALENT) -> dict[str, dict[str, str]]:
+    """module -> {mutant key: why it has no observable effect}."""
+    if not path.exists():
+        return {}
+    with open(path, "rb") as fh:
+        data = tomllib.load(fh)
+    return {m: {e["mutant"]: e["why"] for e in entries} for m, entries in data.get("equivalent", {}).items()}
+
+
+def _operator(name: str):
+    import cosmic_ray.plugins
+
+    return cosmic_ray.plugins.get_operator(name)()
+
+
+def enumerate_mutants(module: str, root: Path = ROOT) -> list[Mutant]:
+    """Every mutant of ``module`` (a path relative to ``root``) under :data:`OPERATORS`."""
+    from cosmic_ray.ast import ast_nodes, get_ast
+    from cosmic_ray.mutating import mutate_code
+
+    source = (root / module).read_text(encoding="utf-8")
+    tree = get_ast(source)
+    lines = source.split("\n")
+    out: list[Mutant] = []
+    for name in OPERATORS:
+        op = _operator(name)
+        positions = [pos for node in ast_nodes(tree) for pos in op.mutation_positions(node)]
+        for occurrence, (start, _end) in enumerate(positions):
+            mutated = mutate_code(source, op, occurrence)
+            if mutated is None:
+                continue
+            new_lines = mutated.split("\n")
+            row = start[0] - 1
+            changed = [t for t in difflib.unified_diff(lines, new_lines, n=0, lineterm="")
+                       if t.startswith("+") and not t.startswith("+++")]
+            after = changed[0][1:] if changed else new_lines[row] if row < len(new_lines) else ""
+            out.append(Mutant(module, name, occurrence, start[0], lines[row], after))
+    return out
+
+
+def _pytest(tests: list[str], args: list[str], cwd: Path, timeout: float | None) -> tuple[int, str, float]:
+    # the scratch tree first; other entries (a dependency folder) stay, the checkout itself does not
+    rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p).resolve() != ROOT]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(cwd), *rest]), PYTHONDONTWRITEBYTECODE="1")
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pytest", *args, *tests], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return -1, "timeout", time.monotonic() - t0
+    return proc.returncode, proc.stdout + proc.stderr, time.monotonic() - t0
+
+
+def _first_failure(output: str) -> str:
+    for line in output.splitlines():
+        if line.startswith(("FAILED ", "ERROR ")):
+            return line.split(" - ")[0]
+    return ""
+
+
+def copy_tree(root: Path = ROOT) -> Path:
+    """A scratch copy of what the tests need (the package, the tests, the configs)."""
+    dest = Path(tempfile.mkdtemp(prefix="edufair-mutation-"))
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", "mutants")
+    for part in ("edufair_metrics", "lm_eval_tasks", "tests", "configs"):
+        if (root / part).exists():
+            shutil.copytree(root / part, dest / part, ignore=ignore, symlinks=True)
+    for f in ("setup.cfg", "pyproject.toml", "README.md"):
+        if (root / f).exists():
+            shutil.copy2(root / f, dest / f)
+    return dest
+
+
+def run_module(module: str, spec: dict, run_cfg: dict, *, sample: int, seed: int, equivalent: dict[str, str],
+               work: Path, previous: dict[tuple[str, int], Mutant] | None = None, shard: tuple[int, int] = (1, 1),
+               log=print) -> list[Mutant]:
+    """Run the (sampled) mutants of one module in the scratch tree ``work``. ``previous``: outcomes
+    of an earlier run of the same module source; its caught mutants are kept (tests were only
+    added since), the others run again."""
+    tests = list(spec["tests"])
+    args = list(run_cfg.get("pytest_args", []))
+    mutants = enumerate_mutants(module, work)
+    total = len(mutants)
+    if sample and sample < total:
+        mutants = random.Random(f"{seed}:{module}").sample(mutants, sample)
+        mutants.sort(key=lambda m: (m.line, m.operator, m.occurrence))
+    mutants = mutants[shard[0] - 1::shard[1]]  # shard i of n: every n-th mutant of the sample
+    previous = previous or {}
+    rc, output, clean = _pytest(tests, args, work, None)
+    if rc != 0:
+        raise SystemExit(f"the clean tests of {module} fail (exit {rc}):\n{output[-3000:]}")
+    timeout = max(30.0, float(run_cfg.get("timeout_factor", 4.0)) * clean)
+    log(f"{module}: {len(mutants)} of {total} mutants; clean run {clean:.1f} s")
+    path = work / module
+    original = path.read_text(encoding="utf-8")
+    from cosmic_ray.mutating import mutate_code
+
+    try:
+        for i, m in enumerate(mutants, 1):
+            old = previous.get((m.operator, m.occurrence))
+            if m.key in equivalent:
+                m.outcome = "equivalent"
+            elif old is not None and old.key == m.key and old.outcome == "caught":
+                m.outcome, m.seconds, m.failed_test = "caught", old.seconds, old.failed_test
+            else:
+                mutated = mutate_code(original, _operator(m.operator), m.occurrence)
+                path.write_text(mutated, encoding="utf-8")
+                rc, output, m.seconds = _pytest(tests, args, work, timeout)
+                path.write_text(original, encoding="utf-8")
+                if rc == 0:
+                    m.outcome = "survived"
+                # failed; errored at collection (2), or a node id not found (4) because the mutant breaks the
+                # import (the clean run with the same arguments passed); timed out
+                elif rc in (1, 2, 4, -1):
+                    m.outcome = "caught"
+                    m.failed_test = "timeout" if rc == -1 else _first_failure(output)
+                else:
+                    m.outcome = "error"
+                    m.failed_test = f"pytest exit {rc}"
+            log(f"  [{i}/{len(mutants)}] {m.outcome:10s} line {m.line}: {m.key}")
+    finally:
+        path.write_text(original, encoding="utf-8")
+    return mutants
+
+
+def score(mutants: list[Mutant]) -> tuple[int, int, int, float, float]:
+    """(caught, survived, equivalent, score, its one-sided 95% Clopper–Pearson lower bound): a
+    sampled score, so the bound says how low the module's true score may be (27 of 27: 0.895)."""
+    from scipy.stats import beta
+
+    caught = sum(m.outcome == "caught" for m in mutants)
+    survived = sum(m.outcome == "survived" for m in mutants)
+    equiv = sum(m.outcome == "equivalent" for m in mutants)
+    n = caught + survived
+    s = caught / n if n else float("nan")
+    low = float(beta.ppf(0.05, caught, survived + 1)) if caught else 0.0
+    return caught, survived, equiv, s, low
+
+
+def run_named(modules: list[str], cfg: dict, work: Path, log=print) -> list[tuple[str, str, str]]:
+    """The changes ``named.toml`` lists, each applied alone: (module, what, caught | SURVIVED |
+    not applicable)."""
+    with open(NAMED, "rb") as fh:
+        named = tomllib.load(fh).get("named", {})
+    args = list(cfg.get("run", {}).get("pytest_args", []))
+    out = []
+    for mod in modules:
+        path = work / mod
+        original = path.read_text(encoding="utf-8")
+        try:
+            for change in named.get(mod, []):
+                edits = list(zip(*(([change[k]] if isinstance(change[k], str) else change[k]) for k in ("from", "to"))))
+                if any(old not in original for old, _ in edits):
+                    outcome = "not applicable"
+                else:
+                    mutated = original
+                    for old, new in edits:
+                        mutated = mutated.replace(old, new, 1)
+                    path.write_text(mutated, encoding="utf-8")
+                    rc, output, _ = _pytest(list(cfg["modules"][mod]["tests"]), args, work, None)
+                    path.write_text(original, encoding="utf-8")
+                    outcome = "SURVIVED" if rc == 0 else f"caught ({_first_failure(output) or f'exit {rc}'})"
+                log(f"{mod}: {change['what']}: {outcome}")
+                out.append((mod, change["what"], outcome))
+        finally:
+            path.write_text(original, encoding="utf-8")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--module", action="append", help="a module of mutation.toml (default: all)")
+    ap.add_argument("--sample", type=int, default=40, help="mutants per module (0: all; default 40)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    ap.add_argument("--out", type=Path, help="write every mutant's outcome here (JSON)")
+    ap.add_argument("--shard", default="1/1", help="i/n: run only every n-th mutant of the sample, from the i-th "
+                                                     "(parallel processes; add up their tables)")
+    ap.add_argument("--named", action="store_true", help="run the changes named.toml lists instead of a sample")
+    ap.add_argument("--rerun", type=Path, help="a JSON of an earlier run (same seed and sample, same module "
+                                                "source): keep its caught mutants, run the rest again")
+    ns = ap.parse_args(argv)
+    cfg = load_config()
+    modules = ns.module or list(cfg["modules"])
+    unknown = [m for m in modules if m not in cfg["modules"]]
+    if unknown:
+        ap.error(f"not in {CONFIG.name}: {', '.join(unknown)}")
+    if ns.list:
+        for mod in modules:
+            for m in enumerate_mutants(mod):
+                print(f"{mod}:{m.line} {m.key}")
+        return 0
+    # a SIGTERM unwinds (the finally blocks restore the module and remove the scratch tree)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if ns.named:
+        work = copy_tree()
+        try:
+            named = run_named(modules, cfg, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return 1 if any(o == "SURVIVED" for _, _, o in named) else 0
+    i, _, n = ns.shard.partition("/")
+    shard = (int(i), int(n))
+    equivalent = load_equivalent()
+    previous: dict[str, dict[tuple[str, int], Mutant]] = {}
+    if ns.rerun:
+        for mod, ms in json.loads(ns.rerun.read_text()).items():
+            previous[mod] = {(d["operator"], d["occurrence"]): Mutant(**d) for d in ms}
+    work = copy_tree()
+    results: dict[str, list[Mutant]] = {}
+    try:
+        for mod in modules:
+            results[mod] = run_module(mod, cfg["modules"][mod], cfg.get("run", {}), sample=ns.sample, seed=ns.seed,
+                                      equivalent=equivalent.get(mod, {}), work=work,
+                                      previous=previous.get(mod), shard=shard)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("\n| module | mutants run | caught | survived | equivalent | score (95% lower bound) |\n|---|---|---|---|---|---|")
+    for mod, ms in results.items():
+        c, s, e, sc, low = score(ms)
+        print(f"| `{mod}` | {len(ms)} | {c} | {s} | {e} | {100 * sc:.0f}% (≥ {100 * low:.0f}%) |")
+    for mod, ms in results.items():
+        for m in ms:
+            if m.outcome in ("survived", "error"):
+                print(f"{m.outcome}: {mod}:{m.line} {m.key}")
+    if ns.out:
+        ns.out.write_text(json.dumps({mod: [asdict(m) for m in ms] for mod, ms in results.items()}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
