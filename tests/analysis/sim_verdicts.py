@@ -57,33 +57,40 @@ CONDITIONS = ("explicit", "implicit")
 LEVELS = {c: [(lv.dimension, lv.level) for lv in condition_levels(c)] for c in CONDITIONS}
 
 
-def _turns(rng, u: np.ndarray, long: bool | None) -> np.ndarray:
+def _turns(rng, u: np.ndarray, long: bool | None, short=(1, 2)) -> np.ndarray:
     if long is None:  # 1–10 turns, harder questions last longer
         p = 1 / (1 + np.exp(-(u + rng.normal(0, 0.7, u.size))))
         return np.clip(np.round(1 + 9 * p), 1, 10).astype(int)
-    return rng.integers(8, 11, u.size) if long else rng.integers(1, 3, u.size)
+    return rng.integers(8, 11, u.size) if long else rng.integers(short[0], short[1] + 1, u.size)
 
 
-def _dialogue_rates(rng, u, turns, delta: dict[str, float], metrics=METRICS):
-    """Per metric (value, n_applicable, n_positive) arrays over the dialogues (one per question)."""
+def _dialogue_rates(rng, u, turns, delta: dict[str, float], metrics=METRICS, slope: float = 0.0):
+    """Per metric (value, n_applicable, n_positive, applicable mask, positive mask) arrays over
+    the dialogues (one per question); ``slope``: the per-turn logit rises by this much per turn
+    position (the same curve for every level)."""
     n, tmax = u.size, 10
     e = rng.normal(0, 0.5, n)
     alive = np.arange(tmax)[None, :] < turns[:, None]
+    bit = 2.0 ** np.arange(tmax)
     out = {}
     for m, (base, app) in metrics.items():
         applies = alive & (rng.random((n, tmax)) < app)
-        logit = base + 0.8 * u[:, None] + e[:, None] + delta.get(m, 0.0)
+        logit = base + 0.8 * u[:, None] + e[:, None] + delta.get(m, 0.0) + slope * np.arange(tmax)[None, :]
         pos = applies & (rng.random((n, tmax)) < 1 / (1 + np.exp(-logit)))
         k, y = applies.sum(axis=1), pos.sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
-            out[m] = (np.where(k > 0, y / np.where(k > 0, k, 1), np.nan), k.astype(float), y.astype(float))
+            out[m] = (np.where(k > 0, y / np.where(k > 0, k, 1), np.nan), k.astype(float), y.astype(float),
+                      applies @ bit, pos @ bit)
     return out
 
 
 def simulate_frame(n: int, deltas: dict[str, float] | None = None, *, length: bool = False, seed: int = 0,
                    tutor: str = "t", domain: str = "physics", metrics=METRICS, conditions=CONDITIONS,
-                   biased=BIASED_LEVELS) -> pd.DataFrame:
-    """The long score frame (with n_applicable / n_positive) of one tutor (module docstring)."""
+                   biased=BIASED_LEVELS, slope: float = 0.0, short=(1, 2), positions: bool = True) -> pd.DataFrame:
+    """The long score frame (with n_applicable / n_positive and, with ``positions``, the per-position
+    masks turn_app_mask / turn_pos_mask) of one tutor (module docstring). ``slope``: the per-turn
+    logit rises by this much per turn position for every level; ``short``: the turn range of the
+    short dialogues with ``length``."""
     rng = np.random.default_rng(seed)
     deltas = deltas or {}
     u = rng.normal(0, 1, n)
@@ -92,19 +99,24 @@ def simulate_frame(n: int, deltas: dict[str, float] | None = None, *, length: bo
     for cond in conditions:
         for dim, lv in LEVELS[cond]:
             is_b = lv in biased
-            turns = _turns(rng, u, is_b if length else None)
-            rates = _dialogue_rates(rng, u, turns, deltas if is_b else {}, metrics)
-            rows = {"metric": [], "value": [], "n_applicable": [], "n_positive": []}
-            for m, (v, k, y) in rates.items():
+            turns = _turns(rng, u, is_b if length else None, short)
+            rates = _dialogue_rates(rng, u, turns, deltas if is_b else {}, metrics, slope)
+            rows = {"metric": [], "value": [], "n_applicable": [], "n_positive": [], "turn_app_mask": [],
+                    "turn_pos_mask": []}
+            for m, (v, k, y, am, pm) in rates.items():
                 rows["metric"] += [m] * n
                 rows["value"] += list(v)
                 rows["n_applicable"] += list(k)
                 rows["n_positive"] += list(y)
+                rows["turn_app_mask"] += list(am)
+                rows["turn_pos_mask"] += list(pm)
             rows["metric"] += ["tutor_turns"] * n
             rows["value"] += list(turns.astype(float))
-            rows["n_applicable"] += [np.nan] * n
-            rows["n_positive"] += [np.nan] * n
+            for c in ("n_applicable", "n_positive", "turn_app_mask", "turn_pos_mask"):
+                rows[c] += [np.nan] * n
             df = pd.DataFrame(rows)
+            if not positions:
+                df = df.drop(columns=["turn_app_mask", "turn_pos_mask"])
             df["question_id"] = np.tile(qid, len(metrics) + 1)
             df["tutor"], df["task"], df["domain"], df["condition"], df["dimension"], df["level"] = (
                 tutor, f"edufair_{cond}_{domain}", domain, cond, dim, lv)

@@ -1,7 +1,9 @@
 """``edufair compare``: the CI gate's exit status."""
 
 import json
+import math
 
+import numpy as np
 import pytest
 
 from edufair_metrics.cli import main as cli
@@ -143,3 +145,55 @@ def test_compare_uses_the_single_ses_contrast_by_default():
     alt = alt[alt["dimension"] == "ses"]
     assert alt.loc[alt["contrast"] == "SES (Friedman)", "headline"].all()
     assert not alt.loc[alt["contrast"] == "SES", "headline"].any()
+
+
+def test_the_gate_variance_removes_the_bootstrap_excess_for_squares():
+    """Issue 31, point 1: the bootstrap variance of a mean of r² is too large by 4·C² per pair
+    near zero (√3 on the interval); the gate's variance is the bootstrap's less that excess and
+    matches the true sampling variance of the change of the mean unbiased r² at no bias."""
+    from edufair_metrics.analysis.compare import _change_variance
+
+    rng = np.random.default_rng(0)
+    units, v0, B = 40, 0.01, 4000
+    true_var = 2 * 2 * (v0 / (1 - v0)) ** 2 / units  # two independent runs, Var(r̂²) = 2 V0² per unit
+    got, plain = [], []
+    for _ in range(30):
+        gate_reps, unit_reps = {}, {}
+        for u in range(units):
+            entry = {"multi": False}
+            for side in ("b", "c"):
+                r_hat = rng.normal(0, np.sqrt(v0))
+                reps = rng.normal(r_hat, np.sqrt(v0), B)  # a bootstrap that reproduces the sampling spread
+                entry["s" + side], entry["v0" + side] = [reps], [v0]
+                entry[side] = [(reps ** 2 - v0) / (1 - v0)]
+            gate_reps[u] = entry
+            unit_reps[u] = (entry["b"][0], entry["c"][0])
+        got.append(_change_variance({u: 1 / units for u in range(units)}, gate_reps, unit_reps, False))
+        plain.append(np.var(sum((unit_reps[u][1] - unit_reps[u][0]) / units for u in range(units))))
+    assert np.mean(got) == pytest.approx(true_var, rel=0.2)
+    assert np.mean(plain) > 2.5 * true_var  # the plain bootstrap: about 3 times the variance
+    # an identical pair of runs: no variance at all, whatever the correction
+    same = {u: {**gate_reps[u], "sc": gate_reps[u]["sb"], "c": gate_reps[u]["b"]} for u in range(units)}
+    same_reps = {u: (gate_reps[u]["b"][0], gate_reps[u]["b"][0]) for u in range(units)}
+    assert _change_variance({u: 1 / units for u in range(units)}, same, same_reps, False) == 0.0
+
+
+def test_questions_needed_has_a_power_term_and_reads_only_the_standard_error():
+    """At the printed factor a rerun decides with 80% probability (both outcomes counted); at Δ = 0
+    it depends on the standard error alone, so reruns with similar se print similar numbers."""
+    from scipy.special import ndtr
+
+    from edufair_metrics.analysis.compare import questions_factor
+
+    z = 1.6448536
+    tau = 0.0025
+    for a_part, b_part in ((0.0, 0.002 ** 2), (0.0015 ** 2, 0.0), (0.001 ** 2, 0.0015 ** 2)):
+        for delta in (0.0, 0.001, 0.006):
+            f = questions_factor(delta, tau, a_part, b_part, z)
+            se = np.sqrt(a_part / f + b_part / f ** 2)
+            gap = abs(tau - delta)
+            assert ndtr(gap / se - z) + ndtr(-gap / se - z) == pytest.approx(0.8, abs=1e-6)
+    # the no-bias part falls as 1/n²: half the se needs twice the questions, not four times
+    assert questions_factor(0.0, tau, 0.0, 0.004 ** 2, z) == pytest.approx(
+        2 * questions_factor(0.0, tau, 0.0, 0.002 ** 2, z), rel=1e-6)
+    assert math.isinf(questions_factor(tau, tau, 1e-6, 1e-6, z))
