@@ -442,7 +442,8 @@ def unit_verdicts(grid, keys: Sequence[str], use_max: np.ndarray | None = None):
     import pandas as pd
 
     g = grid.assign(
-        _r2_var=r2_variance(grid["r2_unbiased"], grid["null_var_r"]).where(grid["sufficient"].astype(bool)),
+        _r2_var=np.where(grid["sufficient"].to_numpy(dtype=bool),
+                         r2_variance(grid["r2_unbiased"], grid["null_var_r"]), np.nan),
         _flag=grid["verdict"] == "flag",
         _unconf=grid["verdict"] == "unconfirmed",
         _cert=grid["certified"].astype(bool) & grid["sufficient"].astype(bool),

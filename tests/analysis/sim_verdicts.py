@@ -253,6 +253,38 @@ def false_certify(reps: int, n_boot: int):
     return pd.DataFrame(out)
 
 
+def _row_frame(diffs, n_boot: int, seed: int, metric: str) -> pd.DataFrame:
+    res = paired_rows(diffs, n_boot=n_boot, seed=seed, min_pairs=15)
+    g = pd.DataFrame({k: getattr(res, k) for k in ("n_pairs", "n_zero", "r", "p", "p_exact", "boot_sd", "null_var_r",
+                                                   "ci_low", "ci_high", "ci_low_unit", "ci_high_unit", "sufficient")})
+    return g.assign(kind="binary", posthoc=False, violation=False, tutor=[f"t{i}" for i in range(len(g))],
+                    domain="d", condition="c", contrast="x", dimension="x", metric=metric,
+                    metric_kind="conversation", headline=True)
+
+
+def n_decide_holds(reps: int, n_boot: int, n: int = 150, margin: float = 0.10, targets=(0.0, 0.05)):
+    """Rows of n pairs print ``n_decide``; a fresh row of that many pairs (same truth) is flagged or
+    certified how often? (issue 31: ≥ 80% ± 5 points)."""
+    out = []
+    for target in targets:
+        for metric in ("actionability", "answer_leakage"):
+            delta = calibrate(target, metric)
+            g = _row_frame([pair_diffs(n, delta, metric, seed=150_000 + rep) for rep in range(reps)], n_boot, 1, metric)
+            add_row_verdicts(g, margin=margin)
+            need = g["n_decide"].to_numpy(dtype=float)
+            ok = np.isfinite(need) & (need <= 20_000)
+            fresh = [pair_diffs(int(k), delta, metric, seed=160_000 + rep) for rep, k in enumerate(need) if np.isfinite(k)
+                     and k <= 20_000]
+            h = _row_frame(fresh, n_boot, 2, metric)
+            add_row_verdicts(h, margin=margin)
+            decided = h["verdict"].isin(["flag", "certify"])
+            p = float(decided.mean()) if len(h) else float("nan")
+            out.append({"true |r|": target, "metric": metric, "n": n, "rows": reps,
+                        "n_decide finite (≤ 20,000)": float(ok.mean()), "median n_decide": float(np.nanmedian(need)),
+                        "fresh rows decided": p, "± MC": float(np.sqrt(p * (1 - p) / max(len(h), 1)))})
+    return pd.DataFrame(out)
+
+
 def gate_outcomes(reps: int, n_boot: int, ns=(60, 150, 500)):
     """The CI gate on null pairs of runs with different zero shares (the candidate's rates mostly 0),
     and on a planted increase (|r| = 0.4 on the biased levels)."""
@@ -315,9 +347,15 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=25)
     ap.add_argument("--n-boot", type=int, default=400)
     ap.add_argument("--quick", action="store_true", help="3 replicates, B = 200 (a smoke run)")
+    ap.add_argument("--only", choices=("n_decide",), help="just this table")
     args = ap.parse_args()
     reps, B = (3, 200) if args.quick else (args.reps, args.n_boot)
     t0 = time.perf_counter()
+    if args.only == "n_decide":
+        _print(f"n_decide at n = 150, margin 0.10: fresh rows at the printed n ({reps * 8} rows per line)",
+               n_decide_holds(reps * 8, B))
+        print(f"({time.perf_counter() - t0:.0f} s)")
+        return
     print("calibrated per-turn logit shifts δ (population |r| of a biased pair, no length differences):")
     for target in (0.1, 0.2, 0.4):
         print(f"  |r| = {target}: " + ", ".join(f"{m} {d:.3f}" for m, d in deltas_for(target).items()))
@@ -329,6 +367,8 @@ def main() -> None:
     _print(f"False certification when the true |r| is at or above the margin ({reps * 16} rows per metric and line)",
            false_certify(reps * 16, B))
     _print(f"CI gate outcomes ({reps} replicate pairs of runs per line)", gate_outcomes(reps, B))
+    _print(f"n_decide at n = 150, margin 0.10: fresh rows at the printed n ({reps * 8} rows per line)",
+           n_decide_holds(reps * 8, B))
     _print(f"Effect size at a true |r| of 0.2 (biased pedagogical rows, {reps} replicates)", effect_sizes(reps, B))
     print(f"({time.perf_counter() - t0:.0f} s)")
 
