@@ -66,8 +66,9 @@ Verdict (M = ``--max-increase``, default 0.05, the largest tolerated rise of the
   needs to decide (pass or fail) with 80% probability if the bias is unchanged (Δ = 0: the
   stable number, it reads only the standard error), and ``questions_needed_at_estimate`` if the
   change is as estimated; power ``Φ((τ − Δ)/se' − z) + Φ((Δ − τ)/se' − z)`` with the variance at
-  n' = ``A·n/n' + B·(n/n')²`` (B: the no-bias part 2·Σ w²·s / (Σ w)², A: the rest;
-  :func:`questions_factor`).
+  n' = ``A·n/n' + B·(n/n')²`` (A: the bias-driven part, 4·ρ̂²·V0 per pair with ρ̂² =
+  max(r2_unbiased, 0); B: the rest, the no-bias part; :func:`questions_factor`). The headline keys
+  ``questions_factor`` / ``questions_factor_at_estimate`` hold n'/n for every outcome.
 
 Beside the gate, not changing the exit status: the paper's |r̄| change ``delta`` (its percentile
 interval ``delta_ci_low``/``delta_ci_high`` is NOT re-centred: it is inflated by the noise floor,
@@ -448,14 +449,29 @@ def compare_frames(
         mc = float(np.sum(wn * sel["r2_unbiased_candidate"].to_numpy()))
         var = _change_variance(dict(zip(gate_keys, wn)), gate_reps, unit_reps, use_max)
         se = math.sqrt(var)
-        # the part of the variance of a mean of r² that falls as 1/n² (no bias): 2 V0² per pair
-        se_null = math.sqrt(2 * float(np.sum(wn * wn / w)))
+        # the bias-driven part of the variance (4 ρ² V0 per pair) falls as 1/n; the rest (the
+        # no-bias part, 2 V0² per pair and the squared covariances of the metrics of one dialogue)
+        # as 1/n²
+        a_part = 0.0
+        for k, wu in zip(gate_keys, wn):
+            e = gate_reps[k]
+            for side in ("b", "c"):
+                kk = len(e["p" + side])
+                for r2p, v0 in zip(e["p" + side], e["v0" + side]):
+                    if v0 < 1 - 1e-9 and r2p == r2p:
+                        a_part += 4 * max(float(r2p), 0.0) * v0 * (wu / kk / (1 - v0)) ** 2
+        se_null = math.sqrt(max(var - min(a_part, var), 0.0))
         headline["gate_ms_baseline"], headline["gate_ms_candidate"] = mb, mc
         headline["gate_baseline"], headline["gate_candidate"] = float(signed_root(mb)), float(signed_root(mc))
         headline["gate_delta"] = mc - mb
         headline["gate_se"], headline["gate_se_null"] = se, min(se_null, se)
         headline["gate_ci_low"], headline["gate_ci_high"] = mc - mb - z * se, mc - mb + z * se
         headline["gate_threshold"] = gate_threshold(mb, max_increase)
+        # questions at which a rerun decides with 80% probability: if unchanged, and as estimated
+        zq = float(ndtri(0.5 + GATE_LEVEL / 2))
+        a_p, b_p = max(se * se - headline["gate_se_null"] ** 2, 0.0), headline["gate_se_null"] ** 2
+        headline["questions_factor"] = questions_factor(0.0, headline["gate_threshold"], a_p, b_p, zq)
+        headline["questions_factor_at_estimate"] = questions_factor(mc - mb, headline["gate_threshold"], a_p, b_p, zq)
 
     reasons: list[str] = []
     gd, glo, ghi = headline["gate_delta"], headline["gate_ci_low"], headline["gate_ci_high"]
@@ -482,14 +498,10 @@ def compare_frames(
                        f"(90% CI [{glo:+.4f}, {ghi:+.4f}]) below {tau:.4f} ({rms})")
     else:
         status = "inconclusive"
-        a_part = max(headline["gate_se"] ** 2 - headline["gate_se_null"] ** 2, 0.0)
-        b_part = headline["gate_se_null"] ** 2
-        f0 = questions_factor(0.0, tau, a_part, b_part, z)
-        fe = questions_factor(gd, tau, a_part, b_part, z)
-        headline["questions_factor"], headline["questions_factor_at_estimate"] = f0, fe
-        if math.isfinite(f0):
+        f0, fe = headline["questions_factor"], headline["questions_factor_at_estimate"]
+        if f0 == f0 and math.isfinite(f0):
             needed = {d: int(math.ceil(len(q) * max(f0, 1.0))) for d, q in common.items()}
-        if math.isfinite(fe):
+        if fe == fe and math.isfinite(fe):
             needed_est = {d: int(math.ceil(len(q) * max(fe, 1.0))) for d, q in common.items()}
         more = ", ".join(f"{d} {n}" for d, n in needed.items()) if needed else "not reachable"
         more_e = ", ".join(f"{d} {n}" for d, n in needed_est.items()) if needed_est else \

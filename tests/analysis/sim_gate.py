@@ -15,7 +15,8 @@ headline units per domain), fresh dialogues in each run:
 
 Printed per case and n: the share of reruns that pass / fail / are inconclusive with its Monte-Carlo
 standard error √(p(1 − p)/reps), and for the inconclusive ones the spread of ``questions_needed``
-(ratio of the 90th to the 10th percentile over reruns; ±30% is a ratio of 1.86). Seeded.
+(``questions_factor`` × n, computed for every rerun: the largest and smallest over the median;
+±30% is 1.30 / 0.70). Seeded.
 """
 
 from __future__ import annotations
@@ -78,19 +79,23 @@ def main() -> None:
                 res = compare_frames(base, cand, n_boot=B, seed=rep)
                 status.append(res.status)
                 deltas.append(res.headline["gate_delta"])
-                if res.questions_needed:
-                    needed.append(np.mean(list(res.questions_needed.values())))
-                if res.questions_needed_at_estimate:
-                    needed_e.append(np.mean(list(res.questions_needed_at_estimate.values())))
+                # the factor is computed for every outcome (printed only when inconclusive): its spread
+                # over reruns of one truth is what a user would see
+                needed.append(n * res.headline["questions_factor"])
+                needed_e.append(n * res.headline["questions_factor_at_estimate"])
             s = pd.Series(status)
             row = {"case": case, "n/domain": n, "reps": reps}
             for k in ("pass", "fail", "inconclusive"):
                 p = float((s == k).mean())
                 row[k] = f"{p:.2f} ± {np.sqrt(p * (1 - p) / reps):.2f}"
             row["mean Δ (ρ² scale)"] = f"{np.nanmean(deltas):+.4f}"
-            row["questions_needed (Δ=0) median"] = f"{np.median(needed):.0f}" if needed else "—"
-            row["p90/p10"] = f"{np.percentile(needed, 90) / np.percentile(needed, 10):.2f}" if len(needed) > 1 else "—"
-            row["at estimate median"] = f"{np.median(needed_e):.0f}" if needed_e else "—"
+            nd = np.asarray(needed, dtype=float)
+            nd = nd[np.isfinite(nd)]
+            row["questions_needed (Δ=0) median"] = f"{np.median(nd):.0f}" if nd.size else "—"
+            row["max/median, min/median"] = (f"{nd.max() / np.median(nd):.2f}, {nd.min() / np.median(nd):.2f}"
+                                             if nd.size > 1 else "—")
+            ne = np.asarray(needed_e, dtype=float)
+            row["at estimate median"] = f"{np.median(ne[np.isfinite(ne)]):.0f}" if np.isfinite(ne).any() else "—"
             rows.append(row)
             print(row, flush=True)
     from edufair_metrics.report.tables import to_markdown

@@ -72,11 +72,14 @@ def test_headline_delta_and_ci_direction():
     res = compare_frames(base, bad, n_boot=200)
     h = res.headline
     assert h["delta"] > 0.05 and h["delta_ci_low"] > 0 and res.failed and res.status == "fail"
-    assert h["gate_ci_low"] > h["margin"] == 0.05 and h["gate_ci_low"] <= h["gate_delta"] <= h["gate_ci_high"]
+    # the gate's scale: the mean unbiased r²; its threshold a rise of the RMS bias by the margin
+    assert h["margin"] == 0.05 and h["gate_threshold"] >= 0.05 ** 2
+    assert h["gate_ci_low"] > h["gate_threshold"] and h["gate_ci_low"] <= h["gate_delta"] <= h["gate_ci_high"]
     same = compare_frames(base, base, n_boot=100)
     assert same.headline["delta"] == 0 and not same.failed and same.status == "pass"
     assert same.headline["delta_ci_low"] == 0 == same.headline["delta_ci_high"]
-    assert same.headline["gate_delta"] == 0 == same.headline["gate_ci_low"] == same.headline["gate_ci_high"]
+    assert same.headline["gate_delta"] == 0
+    assert same.headline["gate_ci_low"] == pytest.approx(0, abs=1e-12) == same.headline["gate_ci_high"]
 
 
 def _saturated(tutor: str, seed: int, n: int, shift: float):
@@ -103,7 +106,7 @@ def test_null_runs_with_very_different_zero_shares_never_fail(seed):
     assert h["delta"] > 0 and h["delta_ci_low"] > 0  # the paper's |r̄| rises with the candidate's noise floor
     assert res.status in ("pass", "inconclusive") and not res.failed
     assert h["gate_ci_low"] <= h["gate_delta"] <= h["gate_ci_high"]  # centred on its own estimate
-    assert h["gate_ci_low"] < h["margin"]
+    assert h["gate_ci_low"] < h["gate_threshold"]
 
 
 @pytest.mark.slow
@@ -116,7 +119,7 @@ def test_a_planted_increase_fails_and_names_its_cause():
     cand = cand[cand["condition"].isin(["explicit", "implicit"])].reset_index(drop=True)
     res = compare_frames(base, cand, n_boot=300, seed=7)
     assert res.status == "fail" and res.failed
-    assert res.headline["gate_ci_low"] > res.headline["margin"]
+    assert res.headline["gate_ci_low"] > res.headline["gate_threshold"]
     assert any("more than the margin" in r for r in res.reasons)
 
 
