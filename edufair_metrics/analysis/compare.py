@@ -37,8 +37,10 @@ fine-tunes were mostly ``inconclusive``. The mean of r2_unbiased is linear in th
 no singularity, and its variance at no bias falls as 1/n² (2·V0² per pair), not 1/n. The margin
 stays on the scale users think in: M (``--max-increase``) is the largest tolerated rise of the
 RMS bias, i.e. of the mean ρ² from ms_b to (√ms_b + M)², so the threshold on the change is
-``gate_threshold = M² + 2·M·√max(ms_baseline, 0)`` (the baseline's level plugged in; only the
-threshold, never the interval, reads the root).
+``gate_threshold = M² + 2·M·√max(L_b, 0)`` with L_b = ``gate_ms_baseline_low``, the lower 95%
+bound of the baseline's ms (a rise by M from a level the baseline surely has: at a fair baseline
+M², not the noise of √ms, which would make the threshold, and ``questions_needed``, swing from
+rerun to rerun; only the threshold, never the interval, reads the root).
 
 Its CI. The questions of each domain are resampled *jointly for both runs* (one index matrix per
 domain, ``numpy.random.default_rng(seed)``, shared by every unit of the domain), and every r of
@@ -167,7 +169,8 @@ def _filled(arr: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(out), 0.0, out)
 
 
-def _change_variance(weights: dict, gate_reps: dict, unit_reps: dict, use_max: bool) -> float:
+def _change_variance(weights: dict, gate_reps: dict, unit_reps: dict, use_max: bool,
+                     sides: tuple[str, ...] = ("b", "c")) -> float:
     """Variance of ``Σ_u w_u (r2u_u,candidate − r2u_u,baseline)`` from the joint bootstrap, less
     the bootstrap's excess for a square: a resample's r² varies around r̂² by 4 r̂² C + 2 C², the
     truth's around ρ² by 4 ρ² C + 2 C², and E r̂² = ρ² + C, so the bootstrap variance of a
@@ -178,7 +181,7 @@ def _change_variance(weights: dict, gate_reps: dict, unit_reps: dict, use_max: b
     lin = []
     for key, wu in weights.items():
         rb, rc = unit_reps[key]
-        lin.append(wu * (rc - rb))
+        lin.append(wu * ((rc if "c" in sides else 0.0) - (rb if "b" in sides else 0.0)))
     d = np.nansum(np.vstack(lin), axis=0)
     var = float(np.var(d, ddof=1)) if d.size > 1 else 0.0
     rows, coef = [], []
@@ -187,6 +190,8 @@ def _change_variance(weights: dict, gate_reps: dict, unit_reps: dict, use_max: b
         if e["multi"] and use_max:
             continue
         for side, sign in (("b", -1.0), ("c", 1.0)):
+            if side not in sides:
+                continue
             k = len(e["s" + side])
             for r_s, v0 in zip(e["s" + side], e["v0" + side]):
                 rows.append(r_s)
@@ -435,7 +440,7 @@ def compare_frames(
                      "gate_ci_low": math.nan, "gate_ci_high": math.nan, "gate_threshold": math.nan,
                      "gate_se": math.nan, "gate_se_null": math.nan, "questions_factor": math.nan,
                      "questions_factor_at_estimate": math.nan, "gate_ms_baseline": math.nan,
-                     "gate_ms_candidate": math.nan})
+                     "gate_ms_candidate": math.nan, "gate_ms_baseline_low": math.nan})
     for side, units in (("baseline", units_b), ("candidate", units_c)):
         u = units[units["headline"] & (units["metric_kind"] == "pedagogical")]
         for v in ("flag", "certify", "inconclusive"):
@@ -466,7 +471,11 @@ def compare_frames(
         headline["gate_delta"] = mc - mb
         headline["gate_se"], headline["gate_se_null"] = se, min(se_null, se)
         headline["gate_ci_low"], headline["gate_ci_high"] = mc - mb - z * se, mc - mb + z * se
-        headline["gate_threshold"] = gate_threshold(mb, max_increase)
+        # the baseline's level enters the threshold by its lower 95% bound: a rise of the RMS bias
+        # by M from a level the baseline surely has (at a fair baseline M², not the noise of √ms)
+        se_b = math.sqrt(_change_variance(dict(zip(gate_keys, wn)), gate_reps, unit_reps, use_max, ("b",)))
+        headline["gate_ms_baseline_low"] = mb - z * se_b
+        headline["gate_threshold"] = gate_threshold(mb - z * se_b, max_increase)
         # questions at which a rerun decides with 80% probability: if unchanged, and as estimated
         zq = float(ndtri(0.5 + GATE_LEVEL / 2))
         a_p, b_p = max(se * se - headline["gate_se_null"] ** 2, 0.0), headline["gate_se_null"] ** 2
