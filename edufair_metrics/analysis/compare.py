@@ -30,7 +30,7 @@ The change is ``gate_delta = ms_candidate − ms_baseline`` (> 0: the candidate 
 on the ρ² scale; ``gate_baseline`` / ``gate_candidate`` print the RMS bias ``sign(ms)·√|ms|``
 for reading only.
 
-Why the ρ² scale (issue 31). The gate used to test the change of the signed root √ms, whose
+Why the ρ² scale. The gate used to test the change of the signed root √ms, whose
 derivative is infinite at ms = 0: at fair tutors (ms ≈ 0, the common case of a fine-tune) its
 90% interval was ±0.08 wide at 150 questions per domain against a margin of 0.05, so fair
 fine-tunes were mostly ``inconclusive``. The mean of r2_unbiased is linear in the data's r², has

@@ -14,7 +14,7 @@ the zeros and ties. Its joint null is a sign flip per question *shared by every 
 (the flips of ``engine.flip_matrix``, seeded by ``seed``): the metrics of one dialogue pair keep
 their dependence, and rows that share a level (Implicit's name pairs) keep the sample covariance
 of their signed ranks. ``sim_c_flag`` = the 95th percentile of ``max_j |T_jb|``; ``sim_flagged``:
-``|T_j| > sim_c_flag``. Why not the bootstrap's max-|T| (as before issue 31): the bootstrap T of a
+``|T_j| > sim_c_flag``. Why not the bootstrap's max-|T| (as before): the bootstrap T of a
 row with few non-zero differences has a narrow, discrete distribution whose max misses the tail
 of its own estimate, and 13.6% of no-bias grids had a false simultaneous flag; the sign-flip
 statistic has the exact null variance of every row and no such rows.

@@ -31,7 +31,7 @@ judged turns: side a has ``n_a`` applicable turns of which ``y_a`` positive, sid
   on these questions (a side of several levels: per level), i.e. the turn-count contrast that
   the report shows beside the row; ``turn_n``: the questions used.
 
-Strata by turn position (issue 31). Turns are not interchangeable: a tutor's per-turn behaviour
+Strata by turn position. Turns are not interchangeable: a tutor's per-turn behaviour
 changes over the dialogue (later turns reveal more, scaffold less), so two levels with the *same*
 per-position curve but different lengths differ in the pooled per-turn rate (100% of such rows
 were flagged and confirmed at n = 150). When the frame carries the per-position masks

@@ -31,12 +31,13 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--n-boot", type=int, default=400)
     ap.add_argument("--ns", default="150,500")
+    ap.add_argument("--first", type=int, default=0, help="first replicate (to extend a run)")
     args = ap.parse_args()
     t0 = time.perf_counter()
     out = []
     for n in (int(x) for x in args.ns.split(",")):
         fwe = empty_cert = rows = 0
-        for rep in range(args.reps):
+        for rep in range(args.first, args.first + args.reps):
             df = pd.concat([simulate_frame(n, {}, seed=77_000 + 13 * rep + k + n, domain=dom)
                             for k, dom in enumerate(("physics", "chemistry"))], ignore_index=True)
             grid = contrast_grid(df, n_boot=100, seed=rep)

@@ -264,7 +264,7 @@ def _row_frame(diffs, n_boot: int, seed: int, metric: str) -> pd.DataFrame:
 
 def n_decide_holds(reps: int, n_boot: int, n: int = 150, margin: float = 0.10, targets=(0.0, 0.05)):
     """Rows of n pairs print ``n_decide``; a fresh row of that many pairs (same truth) is flagged or
-    certified how often? (issue 31: ≥ 80% ± 5 points)."""
+    certified how often? (≥ 80% ± 5 points)."""
     out = []
     for target in targets:
         for metric in ("actionability", "answer_leakage"):

@@ -151,7 +151,7 @@ def test_compare_uses_the_single_ses_contrast_by_default():
 
 
 def test_the_gate_variance_removes_the_bootstrap_excess_for_squares():
-    """Issue 31, point 1: the bootstrap variance of a mean of r² is too large by 4·C² per pair
+    """the bootstrap variance of a mean of r² is too large by 4·C² per pair
     near zero (√3 on the interval); the gate's variance is the bootstrap's less that excess and
     matches the true sampling variance of the change of the mean unbiased r² at no bias."""
     from edufair_metrics.analysis.compare import _change_variance

@@ -55,7 +55,7 @@ def test_certification_needs_every_row_inside_the_band():
 
 
 def test_a_row_without_evidence_gets_no_simultaneous_certificate():
-    """Issue 31, point 7: a metric that never fires (every difference 0) has the same r on every
+    """a metric that never fires (every difference 0) has the same r on every
     resample; its interval is not [r, r] and it is neither certified nor flagged."""
     from tests.analysis.sim_verdicts import METRICS
 
@@ -73,7 +73,7 @@ def test_a_row_without_evidence_gets_no_simultaneous_certificate():
 
 
 def test_simultaneous_flags_are_the_sign_flip_max_t_test():
-    """Issue 31, point 7: a row is flagged when |r| / √V0 (its exact sign-flip z) exceeds the 95th
+    """a row is flagged when |r| / √V0 (its exact sign-flip z) exceeds the 95th
     percentile of the max over all rows of the flipped statistics, one flip per question per domain."""
     df = simulate_frame(150, deltas_for(0.2), seed=12, conditions=("explicit",))
     grid = contrast_grid(df, n_boot=200, seed=0)

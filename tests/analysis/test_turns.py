@@ -138,7 +138,7 @@ def test_rows_without_counts_keep_the_per_dialogue_verdict():
 
 
 def test_turns_are_compared_at_the_same_position():
-    """Issue 31, point 6: both levels have the same per-turn curve over positions (logit rises 0.35
+    """both levels have the same per-turn curve over positions (logit rises 0.35
     a turn) but 8–10 vs 2–4 turns. Pooled over a question's turns the long dialogues look better
     per turn (their later turns); stratified by question × turn position, only the positions both
     reached count, and the rows are not confirmed."""

@@ -257,7 +257,7 @@ def test_unbiased_abs_r_does_not_shrink_with_fewer_questions():
 
 
 def test_a_row_without_non_zero_differences_is_never_certified():
-    """Point 4 of issue 31: one level gets a behaviour in 2% of its dialogues, the other never (true
+    """one level gets a behaviour in 2% of its dialogues, the other never (true
     r = +1); at 20 pairs most rows have only zero differences, whose bootstrap and null variance are
     0. No evidence is no certificate, at any n and any margin below 1."""
     rng = np.random.default_rng(31)
@@ -287,7 +287,7 @@ def test_the_equivalence_se_is_at_least_that_of_the_non_zero_differences():
 
 
 def test_n_certify_is_the_exact_tost_solution_with_both_tails_at_zero():
-    """Issue 31, point 3: at the printed n the TOST certifies with 80% probability when the estimate
+    """at the printed n the TOST certifies with 80% probability when the estimate
     is centred on ρ; at ρ = 0 both tails count (M/se = z₀.₉₅ + z₀.₉, not + z₀.₈)."""
     from scipy.special import ndtri
 
@@ -309,7 +309,7 @@ def test_n_certify_is_the_exact_tost_solution_with_both_tails_at_zero():
 
 
 def test_the_turn_confirmation_is_corrected_over_the_flagged_rows_of_a_family():
-    """Issue 31, point 6: a flagged row is confirmed per turn when its turn p *adjusted over the
+    """a flagged row is confirmed per turn when its turn p *adjusted over the
     flagged, tested rows of its family* is below 0.05, not its raw p."""
     k = 20
     g = _rows(r=[0.6] * k, n=[300] * k, boot_sd=[0.05] * k, v0=[0.004] * k, p=[1e-6] * k,
@@ -327,7 +327,7 @@ def test_the_turn_confirmation_is_corrected_over_the_flagged_rows_of_a_family():
 
 
 def test_a_headline_statement_a_user_can_reach():
-    """Issue 31, point 5: beside the intersection–union, the root-mean-square |r| of the headline
+    """beside the intersection–union, the root-mean-square |r| of the headline
     is certified below M when the upper bound of the mean r² is below M², and the headline says
     how many pairs family certification would need (Berger: M/se ≈ 4.9 for ~180 units)."""
     from scipy.special import ndtri

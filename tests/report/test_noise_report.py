@@ -236,7 +236,7 @@ def test_aggregations_count_units_by_verdict_like_the_report():
     scores = make_scores(conditions=("explicit",), n_questions=30, seed=7, bias={("explicit", "female", "*"): 0.3})
     items = [s.to_dict() for s in scores] + [None]
     _, units = analyse_frame(scores_frame(scores), aggregations.STAT_PARAMS)
-    # tutor-side (pedagogical) headline units only (issue 31): the other kinds have headline units too
+    # tutor-side (pedagogical) headline units only: the other kinds have headline units too
     assert (units["headline"] & (units["metric_kind"] != "pedagogical") & units["sufficient"]).any()
     head = units[units["headline"] & (units["metric_kind"] == "pedagogical")]
     assert aggregations.agg_flagged_units(items) == float((head["verdict"] == "flag").sum()) >= 1

@@ -1,4 +1,4 @@
-"""Issue 31, point 8: the paper view's ``*`` (a 95% percentile CI that excludes 0) is liberal below
+"""the paper view's ``*`` (a 95% percentile CI that excludes 0) is liberal below
 50 pairs; the paper-view notes say so there, and only there."""
 
 from __future__ import annotations
