@@ -488,7 +488,7 @@ def compare_frames(
     rms = f"RMS bias {headline['gate_baseline']:+.3f} -> {headline['gate_candidate']:+.3f}"
     if glo > tau:
         reasons.append(f"headline pedagogical mean unbiased r² rose by {gd:+.4f} (90% CI [{glo:+.4f}, {ghi:+.4f}]; "
-                       f"{rms}): more than {tau:.4f}, a rise of the RMS bias by the margin {max_increase:.3f}")
+                       f"{rms}): more than {tau:.4f}, i.e. the RMS bias rose by more than the margin {max_increase:.3f}")
     nv = merged["new_flag"] & merged["headline"] & (merged["metric_kind"] == "pedagogical")
     if new_violations == "significant":
         nv &= merged["gate_ci_low_fw"] > 0

@@ -106,8 +106,9 @@ def simultaneous_bounds(df, grid, *, margin: float, n_boot: int = 1000, seed: in
         boot_se = np.nanstd(rb, axis=1, ddof=1)
     model_se = np.sqrt(np.where(v0 > 0, np.clip(1 - r * r, 0, 1), 1.0) * evidence_null_var(v0))
     se = np.fmax(np.where(np.isnan(boot_se), 0.0, boot_se), model_se)
-    t = np.abs(rb - r[:, None]) / se[:, None]
-    mx = np.nanmax(t, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):  # |r| = 1 on one sign: se 0, no spread to studentise
+        t = np.abs(rb - r[:, None]) / np.where(se > 0, se, np.nan)[:, None]
+        mx = np.nanmax(t, axis=0)
     c95, c90 = (float(np.nanpercentile(mx, q)) for q in (95, 90))
     lo, hi = r - c95 * se, r + c95 * se
     # flags: the max-|T| sign-flip test over every row, one flip per question shared by the domain
