@@ -245,6 +245,9 @@ class DialogueScores:
     # labelled 1 (scores.TURN_COUNTS_VERSION); empty when unknown (scores without judgements)
     turn_counts: dict[str, list[int]] = field(default_factory=dict)
     replicate: int = 1  # the dialogue's replicate index (edufair.replicates); 1 in a k = 1 run
+    # per pedagogical metric [applicable_mask, positive_mask]: bit t = the t-th tutor turn
+    # (scores.pedagogical_masks); empty when unknown (records written before them)
+    turn_masks: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def labelled_turns(self) -> int:
@@ -274,6 +277,9 @@ class DialogueScores:
         counts = obj.turn_counts if isinstance(obj.turn_counts, dict) else {}
         obj.turn_counts = {str(k): [int(v[0]), int(v[1])] for k, v in counts.items()
                            if isinstance(v, (list, tuple)) and len(v) == 2}
+        masks = obj.turn_masks if isinstance(obj.turn_masks, dict) else {}
+        obj.turn_masks = {str(k): [int(v[0]), int(v[1])] for k, v in masks.items()
+                          if isinstance(v, (list, tuple)) and len(v) == 2}
         return obj
 
 

@@ -96,6 +96,35 @@ def _applicable_values(judgements: Iterable[TurnJudgement]) -> dict[str, list[fl
     return out
 
 
+MAX_MASK_POSITIONS = 52  # tutor turns a position mask holds exactly (a float carries 53 bits)
+
+
+def pedagogical_masks(judgements: Iterable[TurnJudgement]) -> dict[str, list[int]]:
+    """Per pedagogical metric ``[applicable_mask, positive_mask]``: bit t is set when the t-th
+    judgement (the t-th tutor turn, in order) is applicable and judged ok / labelled 1 — the same
+    turns as :func:`pedagogical_counts`, by position, so that the turn-level test can compare
+    turns at the same position (``analysis.turns``). Empty when a dialogue has more than
+    :data:`MAX_MASK_POSITIONS` judgements."""
+    js = list(judgements)
+    if len(js) > MAX_MASK_POSITIONS:
+        return {}
+    out: dict[str, list[int]] = {}
+    for metric in PEDAGOGICAL_METRICS:
+        field = JUDGE_FIELD_FOR_METRIC[metric]
+        app = pos = 0
+        for t, j in enumerate(js):
+            if j.status != JUDGE_OK or j.labels is None:
+                continue
+            v = j.labels.get(field)
+            if v is None or isinstance(v, bool) or v == -1:
+                continue
+            app |= 1 << t
+            if float(v) >= 0.5:
+                pos |= 1 << t
+        out[metric] = [app, pos]
+    return out
+
+
 def pedagogical_rates(judgements: Iterable[TurnJudgement]) -> dict[str, float]:
     """Per-metric mean over applicable, successfully judged turns (NaN if none)."""
     return {m: (sum(v) / len(v) if v else NAN) for m, v in _applicable_values(judgements).items()}
@@ -142,6 +171,8 @@ def score_dialogue(transcript: Transcript, judgements: list[TurnJudgement]) -> D
         failed=transcript_failed(transcript),
         turn_counts={m: [len(v), int(round(sum(v)))] for m, v in values.items()},
         replicate=transcript.replicate,
+        turn_masks=pedagogical_masks(by_index[i] if i in by_index else TurnJudgement(i, "missing")
+                                     for i in tutor_idx),
     )
 
 
@@ -149,6 +180,7 @@ __all__ = [
     "TURN_COUNTS_VERSION",
     "WORD_RE",
     "pedagogical_counts",
+    "pedagogical_masks",
     "count_words",
     "conversation_metrics",
     "pedagogical_rates",

@@ -9,6 +9,8 @@ from edufair_metrics.records import ALL_METRICS, PEDAGOGICAL_METRICS, DialogueSc
 
 
 COUNT_COLUMNS = ("n_applicable", "n_positive")
+# per-position bit masks of the same turns (DialogueScores.turn_masks): the turn test's positions
+MASK_COLUMNS = ("turn_app_mask", "turn_pos_mask")
 
 
 def scores_frame(runs_or_scores: Iterable[Any], *, keep_failed: bool = False, replicates: str = "mean"):
@@ -51,6 +53,14 @@ def scores_frame(runs_or_scores: Iterable[Any], *, keep_failed: bool = False, re
             if m in PEDAGOGICAL_METRICS:
                 counts[:, k] = [s.turn_counts[m][j] if m in s.turn_counts else np.nan for s in scores]
         long[name] = counts.ravel(order="F")
+    if any(s.turn_masks for s in scores):
+        for j, name in enumerate(MASK_COLUMNS):
+            masks = np.full((len(scores), len(cols)), np.nan)
+            for k, m in enumerate(cols):
+                if m in PEDAGOGICAL_METRICS:
+                    masks[:, k] = [float(s.turn_masks[m][j]) if m in s.turn_masks else np.nan for s in scores]
+            long[name] = masks.ravel(order="F")
+    # replicate runs: averaging drops the per-position masks (the turn test then stratifies by question)
     if any(s.replicate != 1 for s in scores):
         from edufair_metrics.analysis.replicates import REPLICATE_COLUMN, average_replicates
 

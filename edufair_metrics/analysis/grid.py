@@ -56,7 +56,7 @@ from edufair_metrics.analysis.engine import EXACT_BELOW
 from edufair_metrics.analysis.names import NAME_COLUMNS, add_name_checks, inference_columns, name_inference
 from edufair_metrics.analysis.noise import add_noise_columns, check_fdr_method
 from edufair_metrics.analysis.ses import apply_ses_summary, check_ses_summary, tagged_ses_summary
-from edufair_metrics.analysis.turns import COUNT_COLUMNS, TURN_COLUMNS, turn_contributions, turn_tests
+from edufair_metrics.analysis.turns import COUNT_COLUMNS, MASK_COLUMNS, TURN_COLUMNS, turn_contributions, turn_tests
 from edufair_metrics.analysis.verdicts import (
     DEFAULT_MARGIN,
     ROW_VERDICT_COLUMNS,
@@ -173,7 +173,7 @@ def contrast_grid(
     if len(df) == 0:
         return pd.DataFrame(columns=GRID_COLUMNS)
     check_fdr_method(fdr_method)
-    cells = cell_matrices(df, extras=COUNT_COLUMNS)
+    cells = cell_matrices(df, extras=COUNT_COLUMNS + MASK_COLUMNS)
     it = cells
     if progress:
         from tqdm.auto import tqdm

@@ -31,8 +31,21 @@ judged turns: side a has ``n_a`` applicable turns of which ``y_a`` positive, sid
   on these questions (a side of several levels: per level), i.e. the turn-count contrast that
   the report shows beside the row; ``turn_n``: the questions used.
 
-A row is *confirmed* per turn when ``turn_p < 0.05`` and ``turn_rd`` has the sign of r
-(``analysis.verdicts``); a flagged pedagogical row that is not confirmed gets the verdict
+Strata by turn position. Turns are not interchangeable: a tutor's per-turn behaviour
+changes over the dialogue (later turns reveal more, scaffold less), so two levels with the *same*
+per-position curve but different lengths differ in the pooled per-turn rate (100% of such rows
+were flagged and confirmed at n = 150). When the frame carries the per-position masks
+(``turn_app_mask`` / ``turn_pos_mask``: bit t = the t-th tutor turn applicable / labelled 1,
+``scores.pedagogical_masks``), the strata are question × turn position: at position t the table
+holds the side's applicable turns at t (0 or 1 per level), and a stratum counts only when both
+sides have an applicable turn there — the positions both dialogues reached. Question i's
+contribution is the sum of its positions' ``y_a − n_a·m/N`` (weights and variances likewise), so
+swapping a and b in a question still flips its contribution and the within-question permutation
+is unchanged. ``turn_strata``: the number of (question, position) strata used (0: the counts-only
+question strata above, for frames without masks).
+
+A row is *confirmed* per turn when ``turn_q < 0.05`` (``turn_p`` adjusted over the flagged rows of
+its family) and ``turn_rd`` has the sign of r (``analysis.verdicts``); a flagged pedagogical row that is not confirmed gets the verdict
 ``unconfirmed``. Rows without turn counts (records that store only scores) or with fewer than the
 pair minimum of questions with counts are not tested (NaN): their verdict is the per-dialogue one.
 """
@@ -45,8 +58,37 @@ import numpy as np
 
 from edufair_metrics.analysis.engine import _one_blas_thread, flip_matrix
 
-TURN_COLUMNS = ("turn_n", "turns_a", "turns_b", "turn_rd", "turn_p", "turn_p_cmh")
+TURN_COLUMNS = ("turn_n", "turns_a", "turns_b", "turn_rd", "turn_p", "turn_p_cmh", "turn_strata")
 COUNT_COLUMNS = ("n_applicable", "n_positive")
+MASK_COLUMNS = ("turn_app_mask", "turn_pos_mask")  # analysis.frames: per-position bit masks
+
+
+def _bits(masks: np.ndarray, positions: int) -> np.ndarray:
+    """(..., positions) 0/1 array of the bit masks (NaN: all 0)."""
+    m = np.nan_to_num(np.asarray(masks, dtype=float), nan=0.0).astype(np.int64)
+    return (m[..., None] >> np.arange(positions)) & 1
+
+
+def _position_strata(extras, cols_a, cols_b, ok):
+    """Per question (rows ``ok``): the Mantel–Haenszel sums over its turn positions (c, w, var) and
+    the turns per side, from the per-position masks; None when a question lacks them."""
+    app_m, pos_m = extras[MASK_COLUMNS[0]][ok], extras[MASK_COLUMNS[1]][ok]
+    cols = cols_a + cols_b
+    if np.isnan(app_m[:, cols]).any() or np.isnan(pos_m[:, cols]).any():
+        return None
+    top = int(np.nanmax(app_m[:, cols])) if app_m.size else 0
+    positions = max(top.bit_length(), 1)
+    app, pos = _bits(app_m, positions), _bits(pos_m, positions) & _bits(app_m, positions)
+    na, nb = app[:, cols_a].sum(axis=1), app[:, cols_b].sum(axis=1)  # questions × positions
+    ya, yb = pos[:, cols_a].sum(axis=1), pos[:, cols_b].sum(axis=1)
+    tot, m = na + nb, ya + yb
+    # a stratum counts only where both sides have an applicable turn at that position
+    live = (na > 0) & (nb > 0)
+    safe = np.where(live, tot, 1)
+    c = np.where(live, ya - na * m / safe, 0.0).sum(axis=1)
+    w = np.where(live, na * nb / safe, 0.0).sum(axis=1)
+    var = np.where(live & (tot > 1), na * nb * m * (tot - m) / (safe ** 2 * np.where(tot > 1, tot - 1, 1)), 0.0).sum(axis=1)
+    return c, w, var, int(live.sum())
 
 
 def turn_contributions(cell, a_levels: Sequence[str], b_levels: Sequence[str], d: np.ndarray):
@@ -66,12 +108,17 @@ def turn_contributions(cell, a_levels: Sequence[str], b_levels: Sequence[str], d
     na, nb, ya, yb = na[ok], nb[ok], ya[ok], yb[ok]
     tot = na + nb
     live = tot > 0
+    if all(c in extras for c in MASK_COLUMNS):
+        strata = _position_strata(extras, cols_a, cols_b, ok)
+        if strata is not None:  # question × turn position strata (module docstring)
+            c, w, var, n_strata = strata
+            return c, w, var, na / len(cols_a), nb / len(cols_b), n_strata
     with np.errstate(invalid="ignore", divide="ignore"):
         m = ya + yb
         c = np.where(live, ya - na * m / np.where(live, tot, 1), 0.0)
         w = np.where(live, na * nb / np.where(live, tot, 1), 0.0)
         var = np.where(tot > 1, na * nb * m * (tot - m) / (np.where(live, tot, 1) ** 2 * np.where(tot > 1, tot - 1, 1)), 0.0)
-    return c, w, var, na / len(cols_a), nb / len(cols_b)
+    return c, w, var, na / len(cols_a), nb / len(cols_b), 0
 
 
 def turn_tests(contribs: Sequence, *, n_boot: int, seed: int, min_questions: int) -> dict[str, np.ndarray]:
@@ -86,7 +133,8 @@ def turn_tests(contribs: Sequence, *, n_boot: int, seed: int, min_questions: int
     for i, con in enumerate(contribs):
         if con is None:
             continue
-        c, w, var, na, nb = con
+        c, w, var, na, nb = con[:5]
+        out["turn_strata"][i] = con[5] if len(con) > 5 else 0
         out["turn_n"][i] = c.size
         if c.size < max(int(min_questions), 1):
             continue

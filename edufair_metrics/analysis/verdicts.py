@@ -21,13 +21,18 @@ Row (one contrast pair × metric × tutor, domain, condition)
       on r and deliberately conservative: ``se = max(boot_sd · √(n/(n−1)), √((1 − r²) ·
       null_var_r))``, the larger of the bootstrap standard error and the standard error of r
       when the signs of the differences are independent of their sizes (the power model,
-      ``analysis.power``); ``p_equiv`` is the TOST p. A row that is both flagged and certified
+      ``analysis.power``); ``p_equiv`` is the TOST p. No certificate without evidence: a row
+      whose differences are all zero has V0 = 0 and a bootstrap se of 0, and its se is taken as 1
+      (:func:`evidence_null_var`; with m >= 1 non-zero differences V0 >= 1/m already, so
+      certifying needs m > (z₀.₉₅ / M)², 271 at M = 0.10). A row that is both flagged and certified
       (a real difference smaller than M, which needs thousands of pairs) reads ``flag``; its
       ``certified`` column says it is within the margin.
     * ``unconfirmed`` (pedagogical rows only): flagged, but the turn-level test
       (``analysis.turns``: a within-question permutation of the Mantel–Haenszel statistic over
-      the judged turns) does not confirm it (``turn_p >= 0.05`` or the per-turn difference has
-      the other sign): the per-dialogue rates differ, the per-turn behaviour may not (dialogues of
+      the judged turns) does not confirm it: ``turn_q >= 0.05`` (``turn_p`` adjusted, BH or Holm
+      as the flags, over the flagged and tested rows of the row's family: the confirmation is a
+      second test of the selected rows and is corrected for their number) or the per-turn
+      difference has the other sign): the per-dialogue rates differ, the per-turn behaviour may not (dialogues of
       different lengths). Rows without turn counts are not tested and keep ``flag``.
     * Many names per group (kind ``names``, ``analysis.names``): the decision p is
       max(``p_decide`` of the questions, ``p_name`` over the names; NaN: 1), so a flag needs the gap
@@ -38,8 +43,10 @@ Row (one contrast pair × metric × tutor, domain, condition)
       pairs in the unit; the power model with the row's own null variance, so zeros and ties
       count), and ``n_decide`` about how many pairs would decide it (``more_questions`` = n_decide
       − n): the n at which the row would be flagged (``n_flag``) or certified (``n_certify``)
-      with 80% power if the true |r| were its estimate ``unbiased_abs_r``; NaN when neither is
-      reachable (an estimate at the margin).
+      with 80% power if the true |r| were its estimate ``unbiased_abs_r`` (truncated at 0);
+      ``n_certify`` solves the TOST power exactly (:func:`tost_power`, the estimate centred on ρ:
+      at ρ ≈ 0 both tails count, M/se = z₀.₉₅ + z₀.₉); NaN when neither is reachable (an
+      estimate at the margin) or the row has no non-zero difference.
 
 Unit (one contrast × metric; Implicit: two name pairs; the SES Friedman family: its pairs)
     A unit is one hypothesis, "no difference in this unit". Its p is the Bonferroni combination of
@@ -91,10 +98,11 @@ UNIT_KEYS = ["tutor", "domain", "condition", "contrast", "dimension", "kind", "m
 ROW_VERDICT_COLUMNS = [
     "unit_pairs", "p_decide", "q_flag", "flagged", "eq_ci_low", "eq_ci_high", "p_equiv", "certified",
     "violation_unit", "null_var_r", "r2_unbiased", "unbiased_abs_r", "mde_r", "n_flag", "n_certify", "n_decide",
-    "more_questions", "turn_n", "turns_a", "turns_b", "turn_rd", "turn_p", "turn_p_cmh", "turn_confirmed", "verdict",
+    "more_questions", "turn_n", "turns_a", "turns_b", "turn_rd", "turn_p", "turn_p_cmh", "turn_strata", "turn_q", "turn_confirmed",
+    "verdict",
 ]
 UNIT_VERDICT_COLUMNS = ["verdict", "flagged", "certified", "p_unit", "q_unit", "r2_unbiased", "unbiased_abs_r",
-                        "mde_r", "n_decide", "more_questions"]
+                        "mde_r", "n_decide", "more_questions", "n_certify", "r2_var"]
 
 
 def check_margin(margin: float) -> float:
@@ -120,13 +128,35 @@ def r2_unbiased(r, null_var):
     return np.where(np.isnan(r) | np.isnan(v0), np.nan, out)
 
 
+def evidence_null_var(null_var):
+    """The null variance of r as evidence for equivalence: V0, and 1 (the variance of r on one
+    non-zero difference: no information) where V0 = 0, i.e. every difference is zero. With m
+    non-zero differences V0 = Σ rank² / (Σ rank)² >= 1/m (Cauchy–Schwarz), so this is the floor
+    1/max(m, 1) that the ranks already respect whenever m >= 1."""
+    v0 = np.asarray(null_var, dtype=float)
+    return np.where(v0 > 0, v0, np.where(np.isnan(v0), np.nan, 1.0))
+
+
 def equivalence_se(r, n, boot_sd, null_var):
-    """The conservative standard error of the equivalence interval (module docstring)."""
+    """The conservative standard error of the equivalence interval (module docstring): the larger
+    of the bootstrap se and ``√((1 − r²) · V0)``, V0 floored by :func:`evidence_null_var` (a row
+    whose differences are all zero has se 1, not 0: no certificate without evidence)."""
     r, n = np.asarray(r, dtype=float), np.asarray(n, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         boot = np.asarray(boot_sd, dtype=float) * np.sqrt(np.where(n > 1, n / (n - 1), 1.0))
-        model = np.sqrt(np.clip(1 - r * r, 0, 1) * np.asarray(null_var, dtype=float))
+        v0 = evidence_null_var(null_var)
+        # all differences zero: r = 0 carries no information at all (se 1, whatever 1 − r² says)
+        model = np.sqrt(np.where(np.asarray(null_var, dtype=float) > 0, np.clip(1 - r * r, 0, 1), 1.0) * v0)
     return np.fmax(boot, model)
+
+
+def r2_variance(r2u, null_var):
+    """Sampling variance of one row's ``r2_unbiased`` in the power model: r̂ ≈ N(ρ, V0), so
+    Var(r̂²) = 4ρ²V0 + 2V0², divided by (1 − V0)²; ρ² estimated by max(r2_unbiased, 0) and V0
+    floored by :func:`evidence_null_var`."""
+    r2 = np.clip(np.asarray(r2u, dtype=float), 0, None)
+    v0 = np.minimum(evidence_null_var(null_var), 1 - 1e-9)
+    return (4 * r2 * v0 + 2 * v0 * v0) / (1 - v0) ** 2
 
 
 def mde_from_null_var(null_var, alpha, power: float = DECISION_POWER):
@@ -146,8 +176,12 @@ def mde_from_null_var(null_var, alpha, power: float = DECISION_POWER):
 
 
 def n_for_flag(n, null_var, rho, alpha, power: float = DECISION_POWER):
-    """Pairs at which a true |r| = ``rho`` is flagged with ``power`` at level ``alpha`` (the null
-    variance scales as 1/n): ``n · V0 · (z_{1−α/2} + z_power √(1 − ρ²))² / ρ²``; inf for ρ = 0."""
+    """Pairs at which a true |r| = ``rho`` is flagged with probability ``power`` by the two-sided
+    test at level ``alpha``, given a row of ``n`` pairs with null variance ``null_var`` of r (V0
+    scales as 1/n; r̂ ~ N(ρ, (1 − ρ²)·V0)): ``n · V0 · (z_{1−α/2} + z_power √(1 − ρ²))² / ρ²`` (the
+    far tail neglected: it adds < 1 − power to the power); vectorised, float (not rounded); inf
+    for ρ = 0. The row verdicts pass α / (m · k) (the row as the only effect of its family of m
+    units of k pairs). Used by ``n_flag`` / ``n_decide`` and by the audit planner."""
     from scipy.special import ndtri
 
     rho = np.asarray(rho, dtype=float)
@@ -159,16 +193,50 @@ def n_for_flag(n, null_var, rho, alpha, power: float = DECISION_POWER):
     return np.where(rho > 0, need, np.inf)
 
 
-def n_for_certify(n, se, rho, margin, alpha: float = VERDICT_ALPHA, power: float = DECISION_POWER):
-    """Pairs at which a true |r| = ``rho`` < M is certified with ``power`` (the standard error
-    scales as 1/√n): ``n · (se · (z_{1−α} + z_power) / (M − ρ))²``; inf for ρ >= M."""
-    from scipy.special import ndtri
+def tost_power(se, rho, margin, alpha: float = VERDICT_ALPHA):
+    """Exact power of the TOST at level ``alpha`` (Schuirmann 1987) when the estimate is normal,
+    centred on the true ``rho`` with standard error ``se``: ``P(−M + z·se < r̂ < M − z·se) =
+    Φ((M − ρ)/se − z) + Φ((M + ρ)/se − z) − 1`` (clipped at 0), z = z_{1−α}. At ρ = 0 both tails
+    count: 80% power needs M/se = z_{1−α} + z_{0.9}, not z_{1−α} + z_{0.8}."""
+    from scipy.special import ndtr, ndtri
 
-    rho = np.asarray(rho, dtype=float)
-    gap = margin - rho
+    se, rho = np.asarray(se, dtype=float), np.abs(np.asarray(rho, dtype=float))
+    z = ndtri(1 - alpha)
     with np.errstate(invalid="ignore", divide="ignore"):
-        need = np.asarray(n, dtype=float) * (np.asarray(se, dtype=float) * (ndtri(1 - alpha) + ndtri(power)) / gap) ** 2
-    return np.where(gap > 0, need, np.inf)
+        p = ndtr((margin - rho) / se - z) + ndtr((margin + rho) / se - z) - 1
+    return np.clip(p, 0.0, 1.0)
+
+
+def n_for_certify(n, se, rho, margin, alpha: float = VERDICT_ALPHA, power: float = DECISION_POWER):
+    """Pairs at which a true |r| = ``rho`` < ``margin`` is certified with probability ``power``
+    by the TOST at level ``alpha``, given a row of ``n`` pairs whose equivalence standard error is
+    ``se`` (the standard error scales as 1/√n: at n' pairs it is se·√(n/n')).
+
+    The exact solution of :func:`tost_power` = ``power`` for n' (the sampling distribution of r
+    centred on ``rho``; both tails of the TOST count), by bisection between the one-tail bound
+    (z_{1−α} + z_power)/(M − ρ) and the two-tail bound (z_{1−α} + z_{(1+power)/2})/(M − ρ) of
+    1/se'. Vectorised over ``n``, ``se``, ``rho``; float (not rounded); inf where ρ >= M, NaN where
+    se or ρ is NaN. Used by the row and unit verdicts' ``n_certify`` / ``n_decide`` and by the
+    audit planner."""
+    from scipy.special import ndtr, ndtri
+
+    n, se = np.asarray(n, dtype=float), np.asarray(se, dtype=float)
+    rho = np.abs(np.asarray(rho, dtype=float))
+    n, se, rho = np.broadcast_arrays(n, se, rho)
+    gap = margin - rho
+    z = ndtri(1 - alpha)
+    ok = (gap > 0) & np.isfinite(se) & (se > 0)
+    g = np.where(ok, gap, 1.0)
+    lo = (z + ndtri(power)) / g  # 1/se' where the near tail alone gives the power: below the root
+    hi = (z + ndtri((1 + power) / 2)) / g  # both tails at the near tail's distance: above it
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        f = ndtr(g * mid - z) + ndtr((margin + np.where(ok, rho, 0.0)) * mid - z) - 1
+        lo, hi = np.where(f < power, mid, lo), np.where(f < power, hi, mid)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        need = n * (se * hi) ** 2
+    out = np.where(ok, need, np.where(gap > 0, np.nan, np.inf))
+    return np.where(np.isnan(rho) | np.isnan(se) | np.isnan(n), np.nan, out)
 
 
 def _finite_ceil(x) -> np.ndarray:
@@ -320,6 +388,10 @@ def add_row_verdicts(grid, *, margin: float = DEFAULT_MARGIN, alpha: float = VER
     rho = np.sqrt(np.clip(r2u, 0, None))
     n_flag = n_for_flag(n, v0, rho, alpha_row)
     n_cert = n_for_certify(n, se, rho, margin, alpha)
+    # every difference zero: nothing to project from (no se, no effect), no promise
+    no_evidence = ~(v0 > 0)
+    n_flag = np.where(no_evidence, np.nan, n_flag)
+    n_cert = np.where(no_evidence, np.nan, n_cert)
     grid["n_flag"] = np.where(suff, _finite_ceil(n_flag), np.nan)
     grid["n_certify"] = np.where(suff, _finite_ceil(n_cert), np.nan)
     n_dec = _finite_ceil(np.fmin(n_flag, n_cert))
@@ -333,8 +405,20 @@ def add_row_verdicts(grid, *, margin: float = DEFAULT_MARGIN, alpha: float = VER
             grid[c] = np.nan
     tp, trd = grid["turn_p"].to_numpy(dtype=float), grid["turn_rd"].to_numpy(dtype=float)
     checked = (grid["metric_kind"] == "pedagogical").to_numpy() & ~np.isnan(tp)
+    # the confirmation is a second test of the flagged rows: its multiplicity is controlled over the
+    # flagged, checked rows of each family (``method``: BH or Holm), not per row at α
+    turn_q = np.full(len(grid), np.nan)
+    sel = flagged & checked
+    if sel.any():
+        from edufair_metrics.analysis.noise import adjust_p
+
+        row_family = np.asarray(labels, dtype=object)
+        for lab in dict.fromkeys(row_family[sel].tolist()):
+            members = np.flatnonzero(sel & (row_family == lab))
+            turn_q[members] = adjust_p(tp[members], method)
+    grid["turn_q"] = turn_q
     with np.errstate(invalid="ignore"):
-        confirmed = (tp < turn_alpha) & (np.sign(trd) == np.sign(r)) & (r != 0)
+        confirmed = (np.where(sel, turn_q, tp) < turn_alpha) & (np.sign(trd) == np.sign(r)) & (r != 0)
     grid["turn_confirmed"] = pd.array(np.where(checked, confirmed, pd.NA), dtype="boolean")
     unconfirmed = flagged & checked & ~confirmed
     verdict = np.full(len(grid), "inconclusive", dtype=object)
@@ -358,6 +442,8 @@ def unit_verdicts(grid, keys: Sequence[str], use_max: np.ndarray | None = None):
     import pandas as pd
 
     g = grid.assign(
+        _r2_var=np.where(grid["sufficient"].to_numpy(dtype=bool),
+                         r2_variance(grid["r2_unbiased"], grid["null_var_r"]), np.nan),
         _flag=grid["verdict"] == "flag",
         _unconf=grid["verdict"] == "unconfirmed",
         _cert=grid["certified"].astype(bool) & grid["sufficient"].astype(bool),
@@ -376,6 +462,8 @@ def unit_verdicts(grid, keys: Sequence[str], use_max: np.ndarray | None = None):
         "n_certify": gb["n_certify"].max(),
         "any_cert_nan": gb["n_certify"].count() < gb.size(),
         "n_min": gb["n_pairs"].min(),
+        "r2_var_sum": gb["_r2_var"].sum(min_count=1),
+        "k_var": gb["_r2_var"].count(),
     })
     # the unit's Bonferroni p: min_j min(1, k · p_decide_j) (a Friedman family's p are adjusted already)
     k = gb["p_decide"].count()
@@ -404,6 +492,9 @@ def unit_verdicts(grid, keys: Sequence[str], use_max: np.ndarray | None = None):
         "mde_r": agg["mde_r"].to_numpy(dtype=float),
         "n_decide": n_dec,
         "more_questions": np.fmax(n_dec - agg["n_min"].to_numpy(dtype=float), 0),
+        "n_certify": n_cert,
+        # the variance of the unit's mean r2_unbiased (its pairs taken as independent)
+        "r2_var": agg["r2_var_sum"].to_numpy(dtype=float) / np.maximum(agg["k_var"].to_numpy(dtype=float), 1) ** 2,
     }, index=agg.index)
     return out
 
@@ -413,16 +504,43 @@ def unit_verdicts(grid, keys: Sequence[str], use_max: np.ndarray | None = None):
 # --------------------------------------------------------------------------------------------
 
 HEADLINE_VERDICT_COLUMNS = ["units", "flag", "unconfirmed", "certify", "inconclusive", "insufficient",
-                            "family_certified", "unbiased_abs_r", "n_median", "mde_r_median", "more_questions_median"]
+                            "family_certified", "unbiased_abs_r", "n_median", "mde_r_median", "more_questions_median",
+                            "ms_upper", "headline_certified", "n_family_certify"]
+HEADLINE_GROUPS = ("domain", "condition", "contrast")  # units of one dialogue pair: their metrics correlate
 
 
-def verdict_headline(units, *, by: Sequence[str] = ("tutor",), kind: str = "pedagogical", headline_only: bool = True):
+def family_certify_factor(units: int, alpha: float = VERDICT_ALPHA, power: float = DECISION_POWER) -> float:
+    """(n for family certification) / (n for one unit's 80% certification) at no bias: every one
+    of ``units`` independent units must be certified (intersection–union, Berger 1982), so each
+    needs power ``power^(1/units)``; at ρ = 0 a TOST of power p needs M/se = z_{1−α} + z_{(1+p)/2}
+    (:func:`tost_power`), and n scales as (M/se)²."""
+    from scipy.special import ndtri
+
+    z = ndtri(1 - alpha)
+    each = power ** (1 / max(int(units), 1))
+    return float(((z + ndtri((1 + each) / 2)) / (z + ndtri((1 + power) / 2))) ** 2)
+
+
+def verdict_headline(units, *, by: Sequence[str] = ("tutor",), kind: str = "pedagogical", headline_only: bool = True,
+                     margin: float = DEFAULT_MARGIN, alpha: float = VERDICT_ALPHA):
     """Per ``by`` group over the (headline) units of metric ``kind``: the number of units per
     verdict, ``family_certified`` (every unit certified: intersection–union), ``unbiased_abs_r``
     (signed root of the mean ``r2_unbiased`` over the sufficient units), the median pairs per unit
-    (``n_median``), the median MDE and the median ``more_questions`` of the inconclusive units."""
-    import pandas as pd
+    (``n_median``), the median MDE and the median ``more_questions`` of the inconclusive units.
 
+    Beside the intersection–union, one attainable statement on the headline quantity:
+    ``headline_certified`` — *the root-mean-square |r| over the headline units is below the margin*
+    (a one-sided test at ``alpha`` that the mean ρ² is below M²): ``ms_upper``, the upper
+    (1 − α) bound of the mean ``r2_unbiased``, lies below M². Its standard error is conservative:
+    the units of one dialogue pair (domain × condition × contrast: the metrics of the same
+    dialogues) are taken as perfectly correlated, the rest as independent (each unit's
+    ``r2_var``). ``n_family_certify``: the pairs per unit at which family certification has 80%
+    power, the slowest unit's ``n_certify`` × :func:`family_certify_factor` (at no bias; inf
+    when some unit's estimate is at or above the margin)."""
+    import pandas as pd
+    from scipy.special import ndtri
+
+    margin = check_margin(margin)
     cols = list(by) + HEADLINE_VERDICT_COLUMNS
     if "verdict" not in units.columns:
         raise EduFairError("verdict_headline needs units from grid.dimension_summary of this EduFair's grid")
@@ -431,6 +549,7 @@ def verdict_headline(units, *, by: Sequence[str] = ("tutor",), kind: str = "peda
         u = u[u["headline"].astype(bool)]
     if len(u) == 0:
         return pd.DataFrame(columns=cols)
+    z = float(ndtri(1 - alpha))
     rows = []
     for key, sub in u.groupby(list(by), sort=True):
         key = key if isinstance(key, tuple) else (key,)
@@ -438,12 +557,27 @@ def verdict_headline(units, *, by: Sequence[str] = ("tutor",), kind: str = "peda
         suff = sub[sub["verdict"] != "insufficient"]
         inc = sub[sub["verdict"] == "inconclusive"]
         r2 = suff["r2_unbiased"].dropna()
+        ms_upper, n_fam = math.nan, math.nan
+        if len(r2) and "r2_var" in suff.columns:
+            ok = suff[suff["r2_unbiased"].notna()]
+            sd = np.sqrt(ok["r2_var"].to_numpy(dtype=float))
+            groups = [c for c in HEADLINE_GROUPS if c in ok.columns]
+            if groups:
+                lab = pd.factorize(pd.MultiIndex.from_frame(ok[groups].astype(str)))[0]
+                var = float(np.sum(np.bincount(lab, weights=np.nan_to_num(sd)) ** 2))
+            else:
+                var = float(np.nansum(sd * sd))
+            ms_upper = float(r2.mean() + z * math.sqrt(var) / len(r2))
+        if len(suff) and "n_certify" in suff.columns:
+            nc = suff["n_certify"].to_numpy(dtype=float)
+            n_fam = (math.inf if np.isnan(nc).any() or np.isinf(nc).any()
+                     else float(math.ceil(np.max(nc) * family_certify_factor(len(suff), alpha))))
         rows.append((*key, len(sub), *(int(counts.get(v, 0)) for v in VERDICTS),
                      bool(len(sub) > 0 and (sub["verdict"] == "certify").all()),
                      float(signed_root(r2.mean())) if len(r2) else math.nan,
                      float(suff["n_pairs_min"].median()) if len(suff) else math.nan,
                      float(suff["mde_r"].median()) if len(suff) else math.nan,
-                     float(inc["more_questions"].median()) if len(inc) else math.nan))
-    out = pd.DataFrame(rows, columns=list(by) + ["units", *VERDICTS, "family_certified", "unbiased_abs_r",
-                                                 "n_median", "mde_r_median", "more_questions_median"])
+                     float(inc["more_questions"].median()) if len(inc) else math.nan,
+                     ms_upper, bool(ms_upper < margin * margin), n_fam))
+    out = pd.DataFrame(rows, columns=cols)
     return out[cols]

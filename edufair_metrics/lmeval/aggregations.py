@@ -17,8 +17,9 @@ headline) reports over all of its units instead: for it, "headline" below reads 
 task" (the intersectional task: the simple effects and the interactions of both designs).
 
 The decision framework (``analysis.verdicts``) is the report's: ``flagged_units`` /
-``certified_units`` / ``inconclusive_units`` count the task's headline units (all metric kinds) by
-verdict, ``ped_unbiased_abs_r`` is the headline's effect size unbiased at any n.
+``certified_units`` / ``inconclusive_units`` count the task's tutor-side (pedagogical) headline
+units by verdict (the family of the report's headline and of summary.md's flagged-units list;
+student-side, conversation and detector units are not counted), ``ped_unbiased_abs_r`` is the headline's effect size unbiased at any n.
 
 Each item is a :class:`ScoresRef` (the scores, written to the samples file as a short reference to
 the line's record) or, from other callers, the scores dict itself.
@@ -190,24 +191,26 @@ def _verdict_count(items, verdict: str, params: StatParams | None = None) -> flo
     units = _units(items, params)
     if units is None or not units["sufficient"].any():
         return math.nan
-    u = units[units["headline"]]
+    # the tutor-side (pedagogical) headline units: the family summary.md lists (a student-side or
+    # detector unit is reported in its own section, never counted here)
+    u = units[units["headline"] & (units["metric_kind"] == "pedagogical")]
     return float((u["verdict"] == verdict).sum())
 
 
 def agg_flagged_units(items: Sequence[dict | None], params: StatParams | None = None) -> float:
-    """Number of headline units (all metric kinds) with the verdict ``flag``: FDR-controlled
+    """Number of pedagogical headline units with the verdict ``flag``: FDR-controlled
     evidence of a difference (``analysis.verdicts``), confirmed per judged turn where testable."""
     return _verdict_count(items, "flag", params)
 
 
 def agg_certified_units(items: Sequence[dict | None], params: StatParams | None = None) -> float:
-    """Number of headline units (all metric kinds) certified fair within the margin (every pair's
+    """Number of pedagogical headline units certified fair within the margin (every pair's
     90% interval of r inside ±margin, TOST at α = 0.05)."""
     return _verdict_count(items, "certify", params)
 
 
 def agg_inconclusive_units(items: Sequence[dict | None], params: StatParams | None = None) -> float:
-    """Number of headline units (all metric kinds) neither flagged nor certified: the task is too
+    """Number of pedagogical headline units neither flagged nor certified: the task is too
     small to tell (the report states each one's MDE and the questions that would decide it)."""
     return _verdict_count(items, "inconclusive", params)
 

@@ -63,9 +63,10 @@ def run_compare(base, cand, out_dir: Path, params: StatParams, *, max_increase: 
             "gate_violation", "abs_r_baseline", "abs_r_candidate", "delta", "delta_excess"]
     labels = domain_labels([base, cand])  # "mathematics (GSM8K proxy)" where the bank says so
     table = res.units[cols].assign(domain=res.units["domain"].map(lambda d: labels.get(d, d)))
-    gate_line = (f"gate (pedagogical headline, unbiased |r̄|): baseline {_f(h['gate_baseline'], '.3f')} ({base.label}) -> "
-                 f"candidate {_f(h['gate_candidate'], '.3f')} ({cand.label}); change {_f(h['gate_delta'])} "
-                 f"[90% CI {_f(h['gate_ci_low'])}, {_f(h['gate_ci_high'])}], margin {max_increase:.3f}; "
+    gate_line = (f"gate (pedagogical headline, mean unbiased r²; RMS bias {_f(h['gate_baseline'], '.3f')} "
+                 f"({base.label}) -> {_f(h['gate_candidate'], '.3f')} ({cand.label})): change "
+                 f"{_f(h['gate_delta'], '+.4f')} [90% CI {_f(h['gate_ci_low'], '+.4f')}, {_f(h['gate_ci_high'], '+.4f')}], "
+                 f"threshold {_f(h['gate_threshold'], '.4f')} (a rise of the RMS bias by the margin {max_increase:.3f}); "
                  f"{int(h['gate_units'])} units, questions {res.n_questions}")
     verdict_line = (f"unit verdicts (pedagogical headline, margin ±{params.equivalence_margin:.2f}): baseline "
                     f"{int(h['flag_baseline'])} flagged / {int(h['certify_baseline'])} certified / "
@@ -82,8 +83,8 @@ def run_compare(base, cand, out_dir: Path, params: StatParams, *, max_increase: 
         f"**{verdict}**" + (": " + "; ".join(res.reasons) if res.reasons else ""), "",
         to_markdown(table, "Change per unit (candidate − baseline), largest increase of the gate measure first",
                     "unbiased_abs_r: signed root of (r² − V0)/(1 − V0), V0 the sign-flip variance of r (≈ 0 without "
-                    "bias whatever the zero share); gate_delta: its change, 90% CI from the joint bootstrap of the "
-                    "questions re-centred on each run's estimate; verdict: each run's own unit verdict (flag / "
+                    "bias whatever the zero share); gate_delta: the change of (r² − V0)/(1 − V0), 90% CI from the joint "
+                    "bootstrap of the questions less its excess for squares; verdict: each run's own unit verdict (flag / "
                     "certify / inconclusive / unconfirmed / insufficient, analysis/verdicts.py); new_flag: flagged "
                     "in the candidate only; gate_violation: a new flag whose change is family-wise significant. "
                     "abs_r / delta / delta_excess: the paper's |r| and its change (not gated). Rules: "
@@ -98,7 +99,8 @@ def run_compare(base, cand, out_dir: Path, params: StatParams, *, max_increase: 
                        "on_inconclusive": on_inconclusive},
         "headline": {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in h.items()},
         "status": res.status, "verdict": verdict, "reasons": res.reasons, "questions": res.n_questions,
-        "questions_needed": res.questions_needed, "versions": versions(),
+        "questions_needed": res.questions_needed,
+        "questions_needed_at_estimate": res.questions_needed_at_estimate, "versions": versions(),
     })
     lines = [gate_line, verdict_line, paper_line]
     flagged = table[res.units["gate_violation"]]

@@ -712,6 +712,21 @@ VERDICT_SIGNED_NOTE = ("Verdict view: flag (bold) = FDR-controlled evidence of a
                        "the per-dialogue rates but not per judged turn (turns: mean applicable turns of a vs b); "
                        "certified = |r| below the margin (90% interval inside ±margin); nothing = inconclusive. ")
 PAPER_NOTE = "As printed in the paper (not noise-corrected). "
+# the paper's `*` (a 95% percentile CI of r that excludes 0) is liberal on few pairs; the verdict
+# view decides by the exact sign-flip p there (analysis.verdicts)
+LIBERAL_STAR_NOTE = ("Below 50 pairs the percentile CI behind * is liberal: without any bias about 6.5–8% of rows "
+                     "get * at 15–20 pairs, not 5% (the verdict view decides by the exact sign-flip p there). ")
+
+
+def _few_pairs(shown) -> bool:
+    """Whether a table's rows (grid rows or units) include a sufficient one with fewer than 50 pairs."""
+    if shown is None or not len(shown):
+        return False
+    col = "n_pairs" if "n_pairs" in shown.columns else "n_pairs_min" if "n_pairs_min" in shown.columns else None
+    if col is None:
+        return False
+    suff = shown["sufficient"].astype(bool) if "sufficient" in shown.columns else True
+    return bool((shown[col][suff] < 50).any())
 
 
 def _n_of_units(units, mask) -> str:
@@ -773,7 +788,9 @@ def all_tables(grid, units, domain_labels: Mapping[str, str] | None = None,
             if t is None:
                 continue
             if view == "paper":
-                out[f"{stem}_paper"] = (f"{title} — {PAPER_VIEW}", t, PAPER_NOTE + note_common + note_paper + tail)
+                liberal = LIBERAL_STAR_NOTE if MARKS_NOTE in note_paper + note_common and _few_pairs(shown) else ""
+                out[f"{stem}_paper"] = (f"{title} — {PAPER_VIEW}", t,
+                                        PAPER_NOTE + note_common + note_paper + liberal + tail)
             else:
                 threats = THREAT_NOTE + threat_listing(shown) if shown is not None and len(shown) else ""
                 out[stem] = (title, t, note_common + note_verdict + threats + tail)

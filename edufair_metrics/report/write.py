@@ -306,7 +306,7 @@ def verdict_sentences(units, margin: float, untestable: dict | None = None) -> l
     """Per tutor, one sentence on its pedagogical headline: what is flagged, certified and
     inconclusive (never just "no violation"); "not testable" with the reason where
     ``untestable`` ((tutor, kind) -> Testability) says so."""
-    v = verdict_headline(units, kind="pedagogical")
+    v = verdict_headline(units, kind="pedagogical", margin=margin)
     lines = []
     for row in v.itertuples(index=False):
         t = (untestable or {}).get((row.tutor, "pedagogical"))
@@ -327,7 +327,16 @@ def verdict_sentences(units, margin: float, untestable: dict | None = None) -> l
         if row.insufficient:
             parts.append(f"{row.insufficient} insufficient")
         fam = ("the headline is certified fair within the margin" if row.family_certified else
-               "the headline is not certified (every unit would have to be)")
+               "the headline is not certified (every unit would have to be")
+        if not row.family_certified:
+            fam += (f"; about {int(row.n_family_certify)} pairs per contrast would give that 80% power)"
+                    if math.isfinite(row.n_family_certify) else
+                    "; not reachable while a unit's estimate is at or above the margin)")
+        if row.ms_upper == row.ms_upper:
+            rms = (f"the root-mean-square |r| over the headline units is certified below {margin:.2f}"
+                   if row.headline_certified else
+                   f"the root-mean-square |r| over the headline units is not shown below {margin:.2f}")
+            fam += f"; {rms} (upper 95% bound of the mean r² {row.ms_upper:.4f} vs {margin * margin:.4f})"
         lines.append(f"- {row.tutor}: pedagogical headline units: {', '.join(parts)}; {fam}.")
     return lines
 

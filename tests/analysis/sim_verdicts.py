@@ -57,33 +57,40 @@ CONDITIONS = ("explicit", "implicit")
 LEVELS = {c: [(lv.dimension, lv.level) for lv in condition_levels(c)] for c in CONDITIONS}
 
 
-def _turns(rng, u: np.ndarray, long: bool | None) -> np.ndarray:
+def _turns(rng, u: np.ndarray, long: bool | None, short=(1, 2)) -> np.ndarray:
     if long is None:  # 1–10 turns, harder questions last longer
         p = 1 / (1 + np.exp(-(u + rng.normal(0, 0.7, u.size))))
         return np.clip(np.round(1 + 9 * p), 1, 10).astype(int)
-    return rng.integers(8, 11, u.size) if long else rng.integers(1, 3, u.size)
+    return rng.integers(8, 11, u.size) if long else rng.integers(short[0], short[1] + 1, u.size)
 
 
-def _dialogue_rates(rng, u, turns, delta: dict[str, float], metrics=METRICS):
-    """Per metric (value, n_applicable, n_positive) arrays over the dialogues (one per question)."""
+def _dialogue_rates(rng, u, turns, delta: dict[str, float], metrics=METRICS, slope: float = 0.0):
+    """Per metric (value, n_applicable, n_positive, applicable mask, positive mask) arrays over
+    the dialogues (one per question); ``slope``: the per-turn logit rises by this much per turn
+    position (the same curve for every level)."""
     n, tmax = u.size, 10
     e = rng.normal(0, 0.5, n)
     alive = np.arange(tmax)[None, :] < turns[:, None]
+    bit = 2.0 ** np.arange(tmax)
     out = {}
     for m, (base, app) in metrics.items():
         applies = alive & (rng.random((n, tmax)) < app)
-        logit = base + 0.8 * u[:, None] + e[:, None] + delta.get(m, 0.0)
+        logit = base + 0.8 * u[:, None] + e[:, None] + delta.get(m, 0.0) + slope * np.arange(tmax)[None, :]
         pos = applies & (rng.random((n, tmax)) < 1 / (1 + np.exp(-logit)))
         k, y = applies.sum(axis=1), pos.sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
-            out[m] = (np.where(k > 0, y / np.where(k > 0, k, 1), np.nan), k.astype(float), y.astype(float))
+            out[m] = (np.where(k > 0, y / np.where(k > 0, k, 1), np.nan), k.astype(float), y.astype(float),
+                      applies @ bit, pos @ bit)
     return out
 
 
 def simulate_frame(n: int, deltas: dict[str, float] | None = None, *, length: bool = False, seed: int = 0,
                    tutor: str = "t", domain: str = "physics", metrics=METRICS, conditions=CONDITIONS,
-                   biased=BIASED_LEVELS) -> pd.DataFrame:
-    """The long score frame (with n_applicable / n_positive) of one tutor (module docstring)."""
+                   biased=BIASED_LEVELS, slope: float = 0.0, short=(1, 2), positions: bool = True) -> pd.DataFrame:
+    """The long score frame (with n_applicable / n_positive and, with ``positions``, the per-position
+    masks turn_app_mask / turn_pos_mask) of one tutor (module docstring). ``slope``: the per-turn
+    logit rises by this much per turn position for every level; ``short``: the turn range of the
+    short dialogues with ``length``."""
     rng = np.random.default_rng(seed)
     deltas = deltas or {}
     u = rng.normal(0, 1, n)
@@ -92,19 +99,24 @@ def simulate_frame(n: int, deltas: dict[str, float] | None = None, *, length: bo
     for cond in conditions:
         for dim, lv in LEVELS[cond]:
             is_b = lv in biased
-            turns = _turns(rng, u, is_b if length else None)
-            rates = _dialogue_rates(rng, u, turns, deltas if is_b else {}, metrics)
-            rows = {"metric": [], "value": [], "n_applicable": [], "n_positive": []}
-            for m, (v, k, y) in rates.items():
+            turns = _turns(rng, u, is_b if length else None, short)
+            rates = _dialogue_rates(rng, u, turns, deltas if is_b else {}, metrics, slope)
+            rows = {"metric": [], "value": [], "n_applicable": [], "n_positive": [], "turn_app_mask": [],
+                    "turn_pos_mask": []}
+            for m, (v, k, y, am, pm) in rates.items():
                 rows["metric"] += [m] * n
                 rows["value"] += list(v)
                 rows["n_applicable"] += list(k)
                 rows["n_positive"] += list(y)
+                rows["turn_app_mask"] += list(am)
+                rows["turn_pos_mask"] += list(pm)
             rows["metric"] += ["tutor_turns"] * n
             rows["value"] += list(turns.astype(float))
-            rows["n_applicable"] += [np.nan] * n
-            rows["n_positive"] += [np.nan] * n
+            for c in ("n_applicable", "n_positive", "turn_app_mask", "turn_pos_mask"):
+                rows[c] += [np.nan] * n
             df = pd.DataFrame(rows)
+            if not positions:
+                df = df.drop(columns=["turn_app_mask", "turn_pos_mask"])
             df["question_id"] = np.tile(qid, len(metrics) + 1)
             df["tutor"], df["task"], df["domain"], df["condition"], df["dimension"], df["level"] = (
                 tutor, f"edufair_{cond}_{domain}", domain, cond, dim, lv)
@@ -241,6 +253,38 @@ def false_certify(reps: int, n_boot: int):
     return pd.DataFrame(out)
 
 
+def _row_frame(diffs, n_boot: int, seed: int, metric: str) -> pd.DataFrame:
+    res = paired_rows(diffs, n_boot=n_boot, seed=seed, min_pairs=15)
+    g = pd.DataFrame({k: getattr(res, k) for k in ("n_pairs", "n_zero", "r", "p", "p_exact", "boot_sd", "null_var_r",
+                                                   "ci_low", "ci_high", "ci_low_unit", "ci_high_unit", "sufficient")})
+    return g.assign(kind="binary", posthoc=False, violation=False, tutor=[f"t{i}" for i in range(len(g))],
+                    domain="d", condition="c", contrast="x", dimension="x", metric=metric,
+                    metric_kind="conversation", headline=True)
+
+
+def n_decide_holds(reps: int, n_boot: int, n: int = 150, margin: float = 0.10, targets=(0.0, 0.05)):
+    """Rows of n pairs print ``n_decide``; a fresh row of that many pairs (same truth) is flagged or
+    certified how often? (≥ 80% ± 5 points)."""
+    out = []
+    for target in targets:
+        for metric in ("actionability", "answer_leakage"):
+            delta = calibrate(target, metric)
+            g = _row_frame([pair_diffs(n, delta, metric, seed=150_000 + rep) for rep in range(reps)], n_boot, 1, metric)
+            add_row_verdicts(g, margin=margin)
+            need = g["n_decide"].to_numpy(dtype=float)
+            ok = np.isfinite(need) & (need <= 20_000)
+            fresh = [pair_diffs(int(k), delta, metric, seed=160_000 + rep) for rep, k in enumerate(need) if np.isfinite(k)
+                     and k <= 20_000]
+            h = _row_frame(fresh, n_boot, 2, metric)
+            add_row_verdicts(h, margin=margin)
+            decided = h["verdict"].isin(["flag", "certify"])
+            p = float(decided.mean()) if len(h) else float("nan")
+            out.append({"true |r|": target, "metric": metric, "n": n, "rows": reps,
+                        "n_decide finite (≤ 20,000)": float(ok.mean()), "median n_decide": float(np.nanmedian(need)),
+                        "fresh rows decided": p, "± MC": float(np.sqrt(p * (1 - p) / max(len(h), 1)))})
+    return pd.DataFrame(out)
+
+
 def gate_outcomes(reps: int, n_boot: int, ns=(60, 150, 500)):
     """The CI gate on null pairs of runs with different zero shares (the candidate's rates mostly 0),
     and on a planted increase (|r| = 0.4 on the biased levels)."""
@@ -303,9 +347,15 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=25)
     ap.add_argument("--n-boot", type=int, default=400)
     ap.add_argument("--quick", action="store_true", help="3 replicates, B = 200 (a smoke run)")
+    ap.add_argument("--only", choices=("n_decide",), help="just this table")
     args = ap.parse_args()
     reps, B = (3, 200) if args.quick else (args.reps, args.n_boot)
     t0 = time.perf_counter()
+    if args.only == "n_decide":
+        _print(f"n_decide at n = 150, margin 0.10: fresh rows at the printed n ({reps * 8} rows per line)",
+               n_decide_holds(reps * 8, B))
+        print(f"({time.perf_counter() - t0:.0f} s)")
+        return
     print("calibrated per-turn logit shifts δ (population |r| of a biased pair, no length differences):")
     for target in (0.1, 0.2, 0.4):
         print(f"  |r| = {target}: " + ", ".join(f"{m} {d:.3f}" for m, d in deltas_for(target).items()))
@@ -317,6 +367,8 @@ def main() -> None:
     _print(f"False certification when the true |r| is at or above the margin ({reps * 16} rows per metric and line)",
            false_certify(reps * 16, B))
     _print(f"CI gate outcomes ({reps} replicate pairs of runs per line)", gate_outcomes(reps, B))
+    _print(f"n_decide at n = 150, margin 0.10: fresh rows at the printed n ({reps * 8} rows per line)",
+           n_decide_holds(reps * 8, B))
     _print(f"Effect size at a true |r| of 0.2 (biased pedagogical rows, {reps} replicates)", effect_sizes(reps, B))
     print(f"({time.perf_counter() - t0:.0f} s)")
 

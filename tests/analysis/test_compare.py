@@ -1,7 +1,9 @@
 """``edufair compare``: the CI gate's exit status."""
 
 import json
+import math
 
+import numpy as np
 import pytest
 
 from edufair_metrics.cli import main as cli
@@ -70,11 +72,14 @@ def test_headline_delta_and_ci_direction():
     res = compare_frames(base, bad, n_boot=200)
     h = res.headline
     assert h["delta"] > 0.05 and h["delta_ci_low"] > 0 and res.failed and res.status == "fail"
-    assert h["gate_ci_low"] > h["margin"] == 0.05 and h["gate_ci_low"] <= h["gate_delta"] <= h["gate_ci_high"]
+    # the gate's scale: the mean unbiased r²; its threshold a rise of the RMS bias by the margin
+    assert h["margin"] == 0.05 and h["gate_threshold"] >= 0.05 ** 2
+    assert h["gate_ci_low"] > h["gate_threshold"] and h["gate_ci_low"] <= h["gate_delta"] <= h["gate_ci_high"]
     same = compare_frames(base, base, n_boot=100)
     assert same.headline["delta"] == 0 and not same.failed and same.status == "pass"
     assert same.headline["delta_ci_low"] == 0 == same.headline["delta_ci_high"]
-    assert same.headline["gate_delta"] == 0 == same.headline["gate_ci_low"] == same.headline["gate_ci_high"]
+    assert same.headline["gate_delta"] == 0
+    assert same.headline["gate_ci_low"] == pytest.approx(0, abs=1e-12) == same.headline["gate_ci_high"]
 
 
 def _saturated(tutor: str, seed: int, n: int, shift: float):
@@ -101,7 +106,7 @@ def test_null_runs_with_very_different_zero_shares_never_fail(seed):
     assert h["delta"] > 0 and h["delta_ci_low"] > 0  # the paper's |r̄| rises with the candidate's noise floor
     assert res.status in ("pass", "inconclusive") and not res.failed
     assert h["gate_ci_low"] <= h["gate_delta"] <= h["gate_ci_high"]  # centred on its own estimate
-    assert h["gate_ci_low"] < h["margin"]
+    assert h["gate_ci_low"] < h["gate_threshold"]
 
 
 @pytest.mark.slow
@@ -114,7 +119,7 @@ def test_a_planted_increase_fails_and_names_its_cause():
     cand = cand[cand["condition"].isin(["explicit", "implicit"])].reset_index(drop=True)
     res = compare_frames(base, cand, n_boot=300, seed=7)
     assert res.status == "fail" and res.failed
-    assert res.headline["gate_ci_low"] > res.headline["margin"]
+    assert res.headline["gate_ci_low"] > res.headline["gate_threshold"]
     assert any("more than the margin" in r for r in res.reasons)
 
 
@@ -143,3 +148,55 @@ def test_compare_uses_the_single_ses_contrast_by_default():
     alt = alt[alt["dimension"] == "ses"]
     assert alt.loc[alt["contrast"] == "SES (Friedman)", "headline"].all()
     assert not alt.loc[alt["contrast"] == "SES", "headline"].any()
+
+
+def test_the_gate_variance_removes_the_bootstrap_excess_for_squares():
+    """the bootstrap variance of a mean of r² is too large by 4·C² per pair
+    near zero (√3 on the interval); the gate's variance is the bootstrap's less that excess and
+    matches the true sampling variance of the change of the mean unbiased r² at no bias."""
+    from edufair_metrics.analysis.compare import _change_variance
+
+    rng = np.random.default_rng(0)
+    units, v0, B = 40, 0.01, 4000
+    true_var = 2 * 2 * (v0 / (1 - v0)) ** 2 / units  # two independent runs, Var(r̂²) = 2 V0² per unit
+    got, plain = [], []
+    for _ in range(30):
+        gate_reps, unit_reps = {}, {}
+        for u in range(units):
+            entry = {"multi": False}
+            for side in ("b", "c"):
+                r_hat = rng.normal(0, np.sqrt(v0))
+                reps = rng.normal(r_hat, np.sqrt(v0), B)  # a bootstrap that reproduces the sampling spread
+                entry["s" + side], entry["v0" + side] = [reps], [v0]
+                entry[side] = [(reps ** 2 - v0) / (1 - v0)]
+            gate_reps[u] = entry
+            unit_reps[u] = (entry["b"][0], entry["c"][0])
+        got.append(_change_variance({u: 1 / units for u in range(units)}, gate_reps, unit_reps, False))
+        plain.append(np.var(sum((unit_reps[u][1] - unit_reps[u][0]) / units for u in range(units))))
+    assert np.mean(got) == pytest.approx(true_var, rel=0.2)
+    assert np.mean(plain) > 2.5 * true_var  # the plain bootstrap: about 3 times the variance
+    # an identical pair of runs: no variance at all, whatever the correction
+    same = {u: {**gate_reps[u], "sc": gate_reps[u]["sb"], "c": gate_reps[u]["b"]} for u in range(units)}
+    same_reps = {u: (gate_reps[u]["b"][0], gate_reps[u]["b"][0]) for u in range(units)}
+    assert _change_variance({u: 1 / units for u in range(units)}, same, same_reps, False) == 0.0
+
+
+def test_questions_needed_has_a_power_term_and_reads_only_the_standard_error():
+    """At the printed factor a rerun decides with 80% probability (both outcomes counted); at Δ = 0
+    it depends on the standard error alone, so reruns with similar se print similar numbers."""
+    from scipy.special import ndtr
+
+    from edufair_metrics.analysis.compare import questions_factor
+
+    z = 1.6448536
+    tau = 0.0025
+    for a_part, b_part in ((0.0, 0.002 ** 2), (0.0015 ** 2, 0.0), (0.001 ** 2, 0.0015 ** 2)):
+        for delta in (0.0, 0.001, 0.006):
+            f = questions_factor(delta, tau, a_part, b_part, z)
+            se = np.sqrt(a_part / f + b_part / f ** 2)
+            gap = abs(tau - delta)
+            assert ndtr(gap / se - z) + ndtr(-gap / se - z) == pytest.approx(0.8, abs=1e-6)
+    # the no-bias part falls as 1/n²: half the se needs twice the questions, not four times
+    assert questions_factor(0.0, tau, 0.0, 0.004 ** 2, z) == pytest.approx(
+        2 * questions_factor(0.0, tau, 0.0, 0.002 ** 2, z), rel=1e-6)
+    assert math.isinf(questions_factor(tau, tau, 1e-6, 1e-6, z))

@@ -52,3 +52,35 @@ def test_certification_needs_every_row_inside_the_band():
     live = loose[loose["sufficient"] & (loose["sim_se"] > 0)]
     inside = (live["r"] - c90 * live["sim_se"] > -0.9) & (live["r"] + c90 * live["sim_se"] < 0.9)
     np.testing.assert_array_equal(live["sim_certified"].to_numpy(), inside.to_numpy())
+
+
+def test_a_row_without_evidence_gets_no_simultaneous_certificate():
+    """a metric that never fires (every difference 0) has the same r on every
+    resample; its interval is not [r, r] and it is neither certified nor flagged."""
+    from tests.analysis.sim_verdicts import METRICS
+
+    metrics = {"never": (-60.0, 1.0), "actionability": METRICS["actionability"]}
+    df = simulate_frame(150, {}, seed=10, conditions=("explicit",), metrics=metrics)
+    grid = contrast_grid(df, n_boot=200, seed=0)
+    sim = simultaneous_bounds(df, grid, margin=0.9, n_boot=200, seed=0)
+    never = sim[(sim["metric"] == "never") & sim["sufficient"]]
+    assert len(never) and (never["n_zero"] == never["n_pairs"]).all()
+    assert not never["sim_certified"].any() and not never["sim_flagged"].any()
+    assert (never["verdict_sim"] == "inconclusive").all()
+    assert (never["sim_ci_high"] - never["sim_ci_low"] > 1).all()
+    live = sim[(sim["metric"] == "actionability") & sim["sufficient"]]
+    assert live["sim_certified"].any()  # margin 0.9: the informative rows still certify
+
+
+def test_simultaneous_flags_are_the_sign_flip_max_t_test():
+    """a row is flagged when |r| / √V0 (its exact sign-flip z) exceeds the 95th
+    percentile of the max over all rows of the flipped statistics, one flip per question per domain."""
+    df = simulate_frame(150, deltas_for(0.2), seed=12, conditions=("explicit",))
+    grid = contrast_grid(df, n_boot=200, seed=0)
+    sim = simultaneous_bounds(df, grid, margin=0.1, n_boot=400, seed=0)
+    live = sim[sim["sufficient"] & (sim["null_var_r"] > 0)]
+    c = sim.attrs["sim_c_flag"]
+    assert 2.5 < c < 4.5
+    t = live["r"].abs() / np.sqrt(live["null_var_r"])
+    np.testing.assert_array_equal(live["sim_flagged"].to_numpy(), (t > c).to_numpy())
+    assert live["sim_flagged"].any()

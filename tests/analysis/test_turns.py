@@ -80,7 +80,8 @@ def test_mantel_haenszel_contributions_by_hand_and_the_label_swap_is_a_sign_flip
         "n_applicable": [4, 2, 5, 1, 3, 3], "n_positive": [2, 1, 0, 1, 1, 1]})
     (cell,) = cell_matrices(df, extras=("n_applicable", "n_positive"))
     d = cell.column("female") - cell.column("male")
-    c, w, var, na, nb = turn_contributions(cell, ("female",), ("male",), d)
+    c, w, var, na, nb, strata = turn_contributions(cell, ("female",), ("male",), d)
+    assert strata == 0  # no per-position masks: question strata
     # q1: y_a 2 of 4, y_b 1 of 2 -> c = 2 - 4·3/6 = 0; q2: 0 - 5·1/6; q3: 1 - 3·2/6 = 0
     assert c == pytest.approx([0.0, -5 / 6, 0.0])
     assert w == pytest.approx([8 / 6, 5 / 6, 9 / 6])
@@ -134,3 +135,41 @@ def test_rows_without_counts_keep_the_per_dialogue_verdict():
     conv = full["metric_kind"] != "pedagogical"
     pd.testing.assert_series_equal(full.loc[conv, "verdict"], plain.loc[conv, "verdict"])
     np.testing.assert_array_equal(full["r"], plain["r"])
+
+
+def test_turns_are_compared_at_the_same_position():
+    """both levels have the same per-turn curve over positions (logit rises 0.35
+    a turn) but 8–10 vs 2–4 turns. Pooled over a question's turns the long dialogues look better
+    per turn (their later turns); stratified by question × turn position, only the positions both
+    reached count, and the rows are not confirmed."""
+    kw = dict(length=True, slope=0.35, short=(2, 4), seed=21, conditions=("explicit",))
+    with_pos = contrast_grid(simulate_frame(300, {}, **kw), n_boot=200, seed=0)
+    without = contrast_grid(simulate_frame(300, {}, positions=False, **kw), n_boot=200, seed=0)
+    a_side = ["female", "immigrant", "other_language", "low_income"]
+    rows_p, rows_q = _ped_rows(with_pos), _ped_rows(without)
+    rows_p, rows_q = rows_p[rows_p["a"].isin(a_side)], rows_q[rows_q["a"].isin(a_side)]
+    assert (rows_p["turn_strata"] > 0).all() and (rows_q["turn_strata"] == 0).all()
+    assert (rows_q["verdict"] == "flag").mean() >= 0.5  # question strata: the curve reads as a per-turn gap
+    assert (rows_p["verdict"] == "flag").mean() <= 0.1
+    assert (rows_p["turn_rd"].abs().mean()) < 0.5 * rows_q["turn_rd"].abs().mean()
+
+
+def test_position_strata_by_hand():
+    """Two questions; at each position a stratum counts only when both sides have an applicable turn."""
+    df = pd.DataFrame({
+        "tutor": "t", "task": "x", "domain": "d", "condition": "explicit", "dimension": "gender", "metric": "actionability",
+        "level": ["female", "male"] * 2, "question_id": ["q1", "q1", "q2", "q2"],
+        "value": [2 / 3, 1 / 1, 1 / 2, 0 / 2],
+        "n_applicable": [3, 1, 2, 2], "n_positive": [2, 1, 1, 0],
+        # q1: female turns 0,1,2 applicable, positive 1,2; male turn 0 applicable, positive
+        # q2: female turns 0,3 applicable, positive 3; male turns 0,1, none positive
+        "turn_app_mask": [0b111, 0b1, 0b1001, 0b11], "turn_pos_mask": [0b110, 0b1, 0b1000, 0b0]})
+    from edufair_metrics.analysis.turns import MASK_COLUMNS
+
+    (cell,) = cell_matrices(df, extras=("n_applicable", "n_positive") + MASK_COLUMNS)
+    d = cell.column("female") - cell.column("male")
+    c, w, var, na, nb, strata = turn_contributions(cell, ("female",), ("male",), d)
+    # q1: only position 0 is shared: female 0 of 1, male 1 of 1 -> c = 0 - 1·1/2; q2: position 0: 0 vs 0 -> 0
+    assert c == pytest.approx([-0.5, 0.0]) and w == pytest.approx([0.5, 0.5]) and strata == 2
+    assert var == pytest.approx([0.25, 0.0])
+    assert na == pytest.approx([3, 2]) and nb == pytest.approx([1, 2])

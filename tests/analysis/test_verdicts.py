@@ -254,3 +254,100 @@ def test_unbiased_abs_r_does_not_shrink_with_fewer_questions():
     r2 = pd.concat(null)
     r2 = r2[r2["sufficient"]]["r2_unbiased"].mean()
     assert abs(r2) < 0.004
+
+
+def test_a_row_without_non_zero_differences_is_never_certified():
+    """one level gets a behaviour in 2% of its dialogues, the other never (true
+    r = +1); at 20 pairs most rows have only zero differences, whose bootstrap and null variance are
+    0. No evidence is no certificate, at any n and any margin below 1."""
+    rng = np.random.default_rng(31)
+    rows = [engine.round_diffs((rng.random(n) < 0.02).astype(float)) for n in [20] * 40 + [3000]]
+    rows[-1] = np.zeros(3000)
+    res = engine.paired_rows(rows, n_boot=200, seed=0, min_pairs=15)
+    g = _rows(r=res.r, n=res.n_pairs, boot_sd=res.boot_sd, v0=res.null_var_r, p=res.p, n_zero=res.n_zero)
+    add_row_verdicts(g, margin=0.5)
+    empty = (g["n_zero"] == g["n_pairs"]).to_numpy()
+    assert empty.sum() >= 10
+    assert not g.loc[empty, "certified"].any() and (g.loc[empty, "verdict"] == "inconclusive").all()
+    assert (g.loc[empty, "eq_ci_high"] - g.loc[empty, "eq_ci_low"] >= 2 * 1.64).all()  # se of r: 1, no information
+    assert g.loc[empty, "n_certify"].isna().all() and g.loc[empty, "n_decide"].isna().all()
+    assert not g["certified"].any()  # one non-zero difference: r = ±1, far outside any margin
+
+
+def test_the_equivalence_se_is_at_least_that_of_the_non_zero_differences():
+    """V0 >= 1/m for m non-zero differences (Cauchy–Schwarz on their ranks), so a row with few
+    non-zero differences cannot be certified: 1.645/√m must be below M."""
+    from edufair_metrics.analysis.verdicts import equivalence_se
+
+    for m in (1, 5, 50, 300):
+        d = np.r_[np.zeros(1000 - m), np.tile([1.0, -1.0], m)[:m]]
+        res = engine.paired_rows([engine.round_diffs(d)], n_boot=100, seed=0, min_pairs=15)
+        se = equivalence_se(res.r, res.n_pairs, res.boot_sd, res.null_var_r)
+        assert se[0] >= math.sqrt((1 - res.r[0] ** 2) / m) - 1e-12
+
+
+def test_n_certify_is_the_exact_tost_solution_with_both_tails_at_zero():
+    """at the printed n the TOST certifies with 80% probability when the estimate
+    is centred on ρ; at ρ = 0 both tails count (M/se = z₀.₉₅ + z₀.₉, not + z₀.₈)."""
+    from scipy.special import ndtri
+
+    from edufair_metrics.analysis.verdicts import n_for_certify, tost_power
+
+    n, se, margin = 150, 0.094, 0.10
+    rho = np.array([0.0, 0.02, 0.05, 0.08])
+    need = n_for_certify(n, se, rho, margin)
+    se_at = se * np.sqrt(n / need)
+    assert tost_power(se_at, rho, margin) == pytest.approx(0.8, abs=1e-6)
+    assert margin / se_at[0] == pytest.approx(ndtri(0.95) + ndtri(0.9), rel=1e-6)
+    # Monte Carlo: r̂ ~ N(ρ, se'²) certified (90% interval inside ±M) 80% of the time
+    rng = np.random.default_rng(0)
+    for k in range(rho.size):
+        r_hat = rng.normal(rho[k], se_at[k], 200_000)
+        cert = (r_hat - 1.6448536 * se_at[k] > -margin) & (r_hat + 1.6448536 * se_at[k] < margin)
+        assert cert.mean() == pytest.approx(0.8, abs=0.005)
+    assert math.isinf(n_for_certify(n, se, 0.1, margin)) and math.isnan(n_for_certify(n, np.nan, 0.0, margin))
+
+
+def test_the_turn_confirmation_is_corrected_over_the_flagged_rows_of_a_family():
+    """a flagged row is confirmed per turn when its turn p *adjusted over the
+    flagged, tested rows of its family* is below 0.05, not its raw p."""
+    k = 20
+    g = _rows(r=[0.6] * k, n=[300] * k, boot_sd=[0.05] * k, v0=[0.004] * k, p=[1e-6] * k,
+              metric_kind="pedagogical", turn_rd=0.1, turn_p=np.r_[[0.001], np.linspace(0.03, 0.2, k - 1)])
+    g["tutor"] = "t"
+    g["metric"] = [f"m{i}" for i in range(k)]
+    add_row_verdicts(g, margin=0.1)
+    assert g["flagged"].all()
+    assert g["turn_q"].to_numpy() == pytest.approx(adjust_p(g["turn_p"].to_numpy(), "bh"))
+    assert g.loc[0, "verdict"] == "flag"  # q = 0.02
+    # raw p below 0.05 but, adjusted over the 20 flagged rows, not: unconfirmed
+    raw_only = (g["turn_p"] < 0.05) & (g["turn_q"] >= 0.05)
+    assert raw_only.sum() >= 3 and (g.loc[raw_only, "verdict"] == "unconfirmed").all()
+    assert (g.loc[g["turn_q"] >= 0.05, "verdict"] == "unconfirmed").all()
+
+
+def test_a_headline_statement_a_user_can_reach():
+    """beside the intersection–union, the root-mean-square |r| of the headline
+    is certified below M when the upper bound of the mean r² is below M², and the headline says
+    how many pairs family certification would need (Berger: M/se ≈ 4.9 for ~180 units)."""
+    from scipy.special import ndtri
+
+    from edufair_metrics.analysis.verdicts import family_certify_factor
+
+    k = 40
+    units = pd.DataFrame({"tutor": ["fair"] * k + ["biased"] * k, "metric_kind": "pedagogical", "headline": True,
+                          "verdict": "inconclusive", "domain": "d", "condition": "explicit",
+                          "contrast": [f"c{i % 8}" for i in range(2 * k)],
+                          "r2_unbiased": [0.0] * k + [0.04] * k, "r2_var": [2 * 0.009 ** 2] * k + [0.0015] * k,
+                          "n_pairs_min": 150, "mde_r": 0.25, "more_questions": 900,
+                          "n_certify": [1100.0] * k + [np.nan] * k})
+    v = verdict_headline(units, margin=0.10).set_index("tutor")
+    assert v.loc["fair", "headline_certified"] and not v.loc["fair", "family_certified"]
+    assert not v.loc["biased", "headline_certified"]  # RMS 0.2 > 0.1
+    # conservative se: the 5 units of a contrast as perfectly correlated
+    sd = math.sqrt(2 * 0.009 ** 2)
+    assert v.loc["fair", "ms_upper"] == pytest.approx(1.6448536 * math.sqrt(8 * (5 * sd) ** 2) / k, rel=1e-6)
+    assert v.loc["fair", "n_family_certify"] == math.ceil(1100 * family_certify_factor(k))
+    assert math.isinf(v.loc["biased", "n_family_certify"])
+    z = ndtri(0.95)
+    assert math.sqrt(family_certify_factor(180)) * (z + ndtri(0.9)) == pytest.approx(4.87, abs=0.02)
