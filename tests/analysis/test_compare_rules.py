@@ -13,7 +13,7 @@ import pytest
 
 from edufair_metrics.analysis.compare import (
     _r2_variance,
-    _recentred,
+
     _unit_variance,
     _weighted_reps,
     compare_frames,
@@ -48,13 +48,6 @@ def test_the_weighted_mean_per_resample_leaves_a_missing_value_out():
     assert math.isnan(got[3])
 
 
-def test_recentring_moves_the_bootstrap_mean_onto_the_estimate():
-    reps = np.array([0.1, 0.3, np.nan, 0.5])
-    out = _recentred(reps, 0.1)
-    assert np.nanmean(out) == pytest.approx(0.1)
-    assert out[[0, 1, 3]] == pytest.approx([-0.1, 0.1, 0.3]) and math.isnan(out[2])
-
-
 @pytest.fixture(scope="module")
 def gate():
     base = explicit("b", 1, {}, ("actionability", "step_scaffolded"), n=40)
@@ -70,34 +63,56 @@ def test_the_gate_headline_is_a_weighted_mean_of_the_units(gate):
     assert h["gate_units"] == len(used) > 1
     for side in ("baseline", "candidate"):
         r2 = used[f"r2_unbiased_{side}"]
-        m = float(np.sign(h[f"gate_{side}"]) * h[f"gate_{side}"] ** 2)  # back from the signed root
+        m = h[f"gate_ms_{side}"]
         assert r2.min() - 1e-12 <= m <= r2.max() + 1e-12  # a weighted mean lies among its values
-    assert h["gate_delta"] == pytest.approx(h["gate_candidate"] - h["gate_baseline"])
+        assert h[f"gate_{side}"] == pytest.approx(float(signed_root(m)))  # the RMS bias, for reading
+    # the change is measured on the r² scale (no singularity at zero), not of the signed roots
+    assert h["gate_delta"] == pytest.approx(h["gate_ms_candidate"] - h["gate_ms_baseline"])
     assert h["gate_ci_low"] <= h["gate_delta"] <= h["gate_ci_high"]
-    # per unit: the change of the signed roots
     row = used.iloc[0]
-    assert row["gate_delta"] == pytest.approx(float(signed_root(row["r2_unbiased_candidate"])
-                                                    - signed_root(row["r2_unbiased_baseline"])))
+    assert row["gate_delta"] == pytest.approx(float(row["r2_unbiased_candidate"] - row["r2_unbiased_baseline"]))
+
+
+def test_the_threshold_is_a_rise_of_the_rms_bias_by_the_margin():
+    from edufair_metrics.analysis.compare import gate_threshold
+
+    # (√ms + M)² − ms = M² + 2M√ms; a negative lower bound counts as a fair baseline (M²)
+    assert gate_threshold(0.04, 0.05) == pytest.approx((0.2 + 0.05) ** 2 - 0.04)
+    assert gate_threshold(-0.01, 0.05) == pytest.approx(0.0025)
+    assert gate_threshold(0.0, 0.1) == pytest.approx(0.01)
 
 
 # ---- the boundaries ---------------------------------------------------------------------------------
 
-def test_the_fail_boundary_is_strict(gate):
+def _margin_for(threshold: float, ms_low: float) -> float:
+    """The margin M whose gate threshold M² + 2M√L equals ``threshold``."""
+    b = math.sqrt(max(ms_low, 0.0))
+    return -b + math.sqrt(b * b + threshold)
+
+
+def test_the_fail_boundary_sits_at_the_lower_bound(gate):
     base, cand, kw, res = gate
-    low = res.headline["gate_ci_low"]
-    at = compare_frames(base, cand, **kw, max_increase=low)
-    assert at.headline["gate_ci_low"] == low  # the bootstrap does not depend on the margin
-    assert not any("more than the margin" in r for r in at.reasons) and at.status != "fail"
-    below = compare_frames(base, cand, **kw, max_increase=float(np.nextafter(low, -np.inf)))
+    h = res.headline
+    low = h["gate_ci_low"]
+    assert low > 0
+    m_star = _margin_for(low, h["gate_ms_baseline_low"])
+    above = compare_frames(base, cand, **kw, max_increase=m_star * 1.001)
+    assert above.headline["gate_ci_low"] == low  # the bootstrap does not depend on the margin
+    assert above.headline["gate_threshold"] > low and above.status != "fail"
+    assert not any("more than the margin" in r for r in above.reasons)
+    below = compare_frames(base, cand, **kw, max_increase=m_star * 0.999)
+    assert below.headline["gate_threshold"] < low
     assert below.status == "fail" and any("more than the margin" in r for r in below.reasons)
 
 
-def test_the_pass_boundary_is_strict(gate):
+def test_the_pass_boundary_sits_at_the_upper_bound(gate):
     base, cand, kw, res = gate
-    high = res.headline["gate_ci_high"]
-    at = compare_frames(base, cand, **kw, max_increase=high)
-    assert at.status == "inconclusive" and not at.failed
-    above = compare_frames(base, cand, **kw, max_increase=float(np.nextafter(high, np.inf)))
+    h = res.headline
+    high = h["gate_ci_high"]
+    m_star = _margin_for(high, h["gate_ms_baseline_low"])
+    below = compare_frames(base, cand, **kw, max_increase=m_star * 0.999)
+    assert below.status == "inconclusive" and not below.failed
+    above = compare_frames(base, cand, **kw, max_increase=m_star * 1.001)
     assert above.status == "pass" and not above.failed
 
 
@@ -153,13 +168,20 @@ def test_the_headline_changes_are_differences_and_inconclusive_says_how_many_que
     assert h["delta_ci_low"] < h["delta_ci_high"]
     # the paper's |r| change and its interval: the mean over the same units
     assert h["delta_excess_ci_high"] - h["delta_excess_ci_low"] == pytest.approx(h["delta_ci_high"] - h["delta_ci_low"])
-    at = compare_frames(base, cand, **kw, max_increase=h["gate_ci_high"])
+    m_star = _margin_for(h["gate_ci_high"], h["gate_ms_baseline_low"])
+    at = compare_frames(base, cand, **kw, max_increase=m_star * 0.999)
     assert at.status == "inconclusive"
-    from scipy.special import ndtri
+    from scipy.special import ndtr, ndtri
+
+    from edufair_metrics.analysis.compare import questions_factor
 
     z = float(ndtri(0.95))
     a = at.headline
-    se = (a["gate_ci_high"] - a["gate_ci_low"]) / (2 * z)
-    factor = (z * se / abs(a["max_increase"] - a["gate_delta"])) ** 2
-    assert a["questions_factor"] == pytest.approx(factor)
-    assert at.questions_needed == {d: math.ceil(n * max(factor, 1.0)) for d, n in at.n_questions.items()}
+    se, se0 = a["gate_se"], a["gate_se_null"]
+    f0 = questions_factor(0.0, a["gate_threshold"], se * se - se0 * se0, se0 * se0, z)
+    assert a["questions_factor"] == pytest.approx(f0)
+    # at that factor a rerun of an unchanged tutor decides with 80% probability (both outcomes)
+    se_f = math.sqrt((se * se - se0 * se0) / f0 + se0 * se0 / f0 ** 2)
+    gap = a["gate_threshold"]
+    assert float(ndtr(gap / se_f - z) + ndtr(-gap / se_f - z)) == pytest.approx(0.80, abs=1e-6)
+    assert at.questions_needed == {d: math.ceil(n * max(f0, 1.0)) for d, n in at.n_questions.items()}
