@@ -36,7 +36,7 @@ def exact_p(c: np.ndarray) -> float:
 def test_contributions_by_hand():
     # question 1: a 3/4 positive, b 1/4: N = 8, m = 4: c = 3 - 4*4/8 = 1, w = 4*4/8 = 2,
     # var = 4*4*4*4 / (64 * 7) = 4/7; question 2: a 0/2, b 2/2: c = -1, w = 1, var = 2*2*2*2/(16*3) = 1/3
-    c, w, var, na, nb = turn_contributions(cell([4, 2], [3, 0], [4, 2], [1, 2]), ["a"], ["b"], np.array([0.5, -1.0]))
+    c, w, var, na, nb, _ = turn_contributions(cell([4, 2], [3, 0], [4, 2], [1, 2]), ["a"], ["b"], np.array([0.5, -1.0]))
     assert c == pytest.approx([1.0, -1.0])
     assert w == pytest.approx([2.0, 1.0])
     assert var == pytest.approx([4 / 7, 1 / 3])
@@ -45,11 +45,11 @@ def test_contributions_by_hand():
 
 def test_questions_with_no_or_one_applicable_turn():
     # 0 turns on both sides: nothing (c = w = var = 0); one turn in all: c and w defined, var 0
-    c, w, var, _, _ = turn_contributions(cell([0, 1, 0], [0, 1, 0], [0, 0, 1], [0, 0, 0]), ["a"], ["b"],
+    c, w, var, _, _, _ = turn_contributions(cell([0, 1, 0], [0, 1, 0], [0, 0, 1], [0, 0, 0]), ["a"], ["b"],
                                          np.array([0.0, 1.0, 0.0]))
     assert list(c) == [0.0, 0.0, 0.0] and list(w) == [0.0, 0.0, 0.0] and list(var) == [0.0, 0.0, 0.0]
     # one turn each side: N = 2, m = 1: c = 1 - 1/2, w = 1/2, var = 1*1*1*1/(4*1)
-    c, w, var, _, _ = turn_contributions(cell([1], [1], [1], [0]), ["a"], ["b"], np.array([1.0]))
+    c, w, var, _, _, _ = turn_contributions(cell([1], [1], [1], [0]), ["a"], ["b"], np.array([1.0]))
     assert (c[0], w[0], var[0]) == pytest.approx((0.5, 0.5, 0.25))
 
 
@@ -57,7 +57,7 @@ def test_questions_without_a_difference_or_counts_are_left_out_and_sides_of_seve
     app = np.array([[2, 3, 1], [np.nan, 1, 1], [2, 2, 2]], dtype=float)
     pos = np.array([[1, 1, 0], [0, 0, 0], [2, 0, 1]], dtype=float)
     cl = SimpleNamespace(levels=["a", "b1", "b2"], extras={"n_applicable": app, "n_positive": pos})
-    c, w, var, na, nb = turn_contributions(cl, ["a"], ["b1", "b2"], np.array([0.1, 0.2, np.nan]))
+    c, w, var, na, nb, _ = turn_contributions(cl, ["a"], ["b1", "b2"], np.array([0.1, 0.2, np.nan]))
     assert c.size == 1  # question 2 lacks a count, question 3 a difference
     # a 1/2, b (1+0)/(3+1): N = 6, m = 2: c = 1 - 2*2/6
     assert c[0] == pytest.approx(1 - 4 / 6) and w[0] == pytest.approx(2 * 4 / 6)
@@ -118,9 +118,9 @@ def test_degenerate_rows():
     assert out["turn_n"][0] == 4
     for col in TURN_COLUMNS:  # no counts: all NaN
         assert np.isnan(out[col][1])
-    # below the question minimum: only turn_n
-    assert out["turn_n"][2] == 2
-    assert all(np.isnan(out[col][2]) for col in TURN_COLUMNS if col != "turn_n")
+    # below the question minimum: only the counts (turn_n, and turn_strata: 0 = question strata)
+    assert out["turn_n"][2] == 2 and out["turn_strata"][2] == 0
+    assert all(np.isnan(out[col][2]) for col in TURN_COLUMNS if col not in ("turn_n", "turn_strata"))
     # a p is never above 1, also when every flip reaches the observed statistic
     tie = turn_tests([_contrib([1e-12, 0.0, 0.0])], n_boot=500, seed=0, min_questions=1)
     assert 0 < tie["turn_p"][0] <= 1
@@ -131,7 +131,7 @@ def test_a_side_of_several_levels_reports_turns_per_level():
     app = np.array([[2, 4, 3]], dtype=float)
     pos = np.array([[1, 2, 0]], dtype=float)
     cl = SimpleNamespace(levels=["a1", "a2", "b"], extras={"n_applicable": app, "n_positive": pos})
-    c, w, var, na, nb = turn_contributions(cl, ["a1", "a2"], ["b"], np.array([0.2]))
+    c, w, var, na, nb, _ = turn_contributions(cl, ["a1", "a2"], ["b"], np.array([0.2]))
     # a: 3 of 6 turns, b: 0 of 3: N = 9, m = 3: c = 3 - 6·3/9 = 1, w = 6·3/9 = 2
     assert (c[0], w[0]) == pytest.approx((1.0, 2.0))
     assert (na[0], nb[0]) == (3.0, 3.0)  # 6 turns over two levels; 3 over one
