@@ -200,7 +200,7 @@ def unit_rows(verdicts, **cols):
     base = dict(verdict=verdicts, certified=[v == "certify" for v in verdicts],
                 sufficient=[v != "insufficient" for v in verdicts], q_flag=[0.5] * n, r2_unbiased=[0.0] * n,
                 mde_r=[0.2] * n, n_flag=[np.nan] * n, n_certify=[np.nan] * n, n_pairs=[100] * n,
-                p_decide=[0.5] * n, kind=["binary"] * n, unit=["u"] * n)
+                p_decide=[0.5] * n, kind=["binary"] * n, unit=["u"] * n, null_var_r=[0.01] * n)
     base.update(cols)
     return pd.DataFrame(base)
 
@@ -313,10 +313,12 @@ def test_p_equiv_for_negative_r_and_without_spread():
     # the nearer bound decides: -0.02 is 0.08 from -M and 0.12 from +M
     assert g.loc[0, "p_equiv"] == pytest.approx(max(ndtr((-0.02 - 0.1) / se), ndtr((-0.1 + 0.02) / se)), rel=1e-9)
     assert g.loc[0, "p_equiv"] == pytest.approx(float(ndtr(-0.08 / se)), rel=1e-9) and g.loc[0, "p_equiv"] > 0.05
-    # no spread at all (se = 0): inside the margin p = 0, at or beyond it p = 1
+    # no spread at all (se = 0, every difference zero): no evidence, so no certificate (the
+    # equivalence se is floored at 1): p = Φ((|r| − M) / 1) for the nearer bound
     g = add_row_verdicts(grid([dict(tutor=f"t{i}", r=r, boot_sd=0.0, null_var_r=0.0) for i, r in
                                enumerate((0.05, 0.1, -0.2))]), margin=0.10)
-    assert g["p_equiv"].tolist() == [0.0, 1.0, 1.0]
+    assert g["p_equiv"].tolist() == pytest.approx([float(ndtr(-0.05)), 0.5, float(ndtr(0.1))])
+    assert not g["certified"].any()
 
 
 def test_a_unit_interval_that_straddles_zero_is_no_violation():
