@@ -196,7 +196,12 @@ def serve_labels(args: argparse.Namespace, names: list[str]) -> int:
     done = sum(1 for a in state.answers.values() if len(a) >= 5)
     print(f"edufair view: labelling {len(state.sample.items)} tutor turns of {state.tutor} ({done} done) at {url}; "
           f"answers go to {state.labels_path} (Ctrl-C stops)", flush=True)
-    if args.open:
+    return serve_until_stopped(server, url, args.open)
+
+
+def serve_until_stopped(server, url: str, open_browser: bool) -> int:
+    """Serve until Ctrl-C (exit 130), optionally opening ``url`` in a browser first."""
+    if open_browser:
         import webbrowser
 
         webbrowser.open(url)
@@ -223,15 +228,4 @@ def main(args: argparse.Namespace) -> int:
     server = serve(folder, args.port)
     url = f"http://127.0.0.1:{server.server_address[1]}/{INDEX}"
     print(f"edufair view: serving {folder} at {url} (Ctrl-C stops)", flush=True)
-    if args.open:
-        import webbrowser
-
-        webbrowser.open(url)
-    try:
-        server.serve_forever(poll_interval=0.2)
-    except KeyboardInterrupt:
-        print("edufair view: stopped", file=sys.stderr)
-        return 130
-    finally:
-        server.server_close()
-    return 0
+    return serve_until_stopped(server, url, args.open)
