@@ -26,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 
 from edufair_metrics.detectors import leaks_answer
-from tests.partial_corpus import Score
+from tests.partial_corpus import Score, tally
 
 CORPUS = Path(__file__).parent / "detectors_data" / "leak_history_corpus.jsonl"
 
@@ -42,16 +42,7 @@ def predict(case: dict, *, history: bool = True) -> bool:
 
 
 def score(cases: list[dict], *, history: bool = True) -> Score:
-    tp = fp = fn = 0
-    misses = []
-    for c in cases:
-        got, want = predict(c, history=history), bool(c["leak"])
-        tp += got and want
-        fp += got and not want
-        fn += want and not got
-        if got != want:
-            misses.append((c, got))
-    return Score(len(cases), tp, fp, fn, misses)
+    return tally(cases, lambda c: predict(c, history=history), lambda c: c["leak"])
 
 
 def stop_corpus_leak_cases() -> list[dict]:

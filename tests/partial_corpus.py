@@ -54,17 +54,22 @@ class Score:
         return self.tp / (self.tp + self.fn) if self.tp + self.fn else float("nan")
 
 
-def score(cases: list[dict], label: str = "partial") -> Score:
+def tally(cases: list[dict], predicted, wanted) -> Score:
+    """Precision / recall counts of ``predicted(case)`` against ``wanted(case)`` over ``cases``."""
     tp = fp = fn = 0
     misses = []
     for c in cases:
-        got, want = predict(c, label), bool(c[label])
+        got, want = predicted(c), bool(wanted(c))
         tp += got and want
         fp += got and not want
         fn += want and not got
         if got != want:
             misses.append((c, got))
     return Score(len(cases), tp, fp, fn, misses)
+
+
+def score(cases: list[dict], label: str = "partial") -> Score:
+    return tally(cases, lambda c: predict(c, label), lambda c: c[label])
 
 
 if __name__ == "__main__":  # pragma: no cover - prints the figures for the README

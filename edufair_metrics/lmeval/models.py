@@ -175,7 +175,20 @@ def _is_hflm(real_lm) -> bool:
     return any(c.__name__ == "HFLM" and c.__module__.startswith("lm_eval.") for c in type(real_lm).__mro__)
 
 
-class _AttemptCounter:
+class _ShadowedCalls:
+    """A wrapper that shadows an API model's ``amodel_call`` / ``model_call`` with instance
+    attributes while active; leaving removes them, so the class's own methods are seen again."""
+
+    real: object
+    active: bool
+
+    def __exit__(self, *exc) -> None:
+        if self.active:
+            self.real.__dict__.pop("amodel_call", None)
+            self.real.__dict__.pop("model_call", None)
+
+
+class _AttemptCounter(_ShadowedCalls):
     """Counts every HTTP attempt of an API model, and each failed one by kind, while EduFair's
     calls run: lm-eval wraps ``amodel_call`` / ``model_call`` in its own tenacity retry when a
     batch starts, so instance attributes installed here are what each attempt calls."""
@@ -222,13 +235,8 @@ class _AttemptCounter:
         self.real.amodel_call, self.real.model_call = amodel_call, model_call  # shadow the methods
         return self
 
-    def __exit__(self, *exc) -> None:
-        if self.active:
-            self.real.__dict__.pop("amodel_call", None)
-            self.real.__dict__.pop("model_call", None)
 
-
-class _SessionHeader:
+class _SessionHeader(_ShadowedCalls):
     """While EduFair's calls run, each request of an API model carries its dialogue's routing key
     in the :data:`~edufair_metrics.affinity.SESSION_HEADER` header, so that a router keeps the
     dialogue on one replica (``edufair_metrics.affinity``). lm-eval sends a batched call's requests
@@ -281,11 +289,6 @@ class _SessionHeader:
 
         self.real.amodel_call, self.real.model_call = amodel_call, model_call  # shadow the methods
         return self
-
-    def __exit__(self, *exc) -> None:
-        if self.active:
-            self.real.__dict__.pop("amodel_call", None)
-            self.real.__dict__.pop("model_call", None)
 
 
 class _KeyedSession:

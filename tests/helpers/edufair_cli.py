@@ -26,7 +26,11 @@ FAST_LM_EVAL = Path(__file__).resolve().with_name("_lm_eval_cli.py")
 
 
 def role_of(req: FakeRequest) -> str:
-    system = req.content("system") or ""
+    return role_of_system(req.content("system") or "")
+
+
+def role_of_system(system: str) -> str:
+    """Which EduFair role sent a request, from its system prompt."""
     if system.startswith("Reasoning: low"):
         return "judge"
     if system.startswith("This is a Grade"):

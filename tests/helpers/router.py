@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from tests.helpers.aio_chat import ChatServer
+from tests.helpers.edufair_cli import role_of_system
 
 
 def free_port() -> int:
@@ -129,14 +130,7 @@ class Router:
 # ---- did each request reach the replica holding its previous turn? ------------------------------
 
 def role_of(messages: list[dict[str, Any]]) -> str:
-    system = next((m.get("content") or "" for m in messages if m.get("role") == "system"), "")
-    if system.startswith("Reasoning: low"):
-        return "judge"
-    if system.startswith("This is a Grade"):
-        return "tutor"
-    if system.startswith("You are a Grade"):
-        return "student"
-    return "other"
+    return role_of_system(next((m.get("content") or "" for m in messages if m.get("role") == "system"), ""))
 
 
 def _judge_history(messages: list[dict[str, Any]]) -> str:
