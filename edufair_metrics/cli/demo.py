@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from edufair_metrics.judge.settings import REASONING_EFFORTS
 from edufair_metrics.local import demo
 from edufair_metrics.local.demo import DemoOptions
 
@@ -31,6 +32,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gen-kwargs", default=None, metavar="K=V,...",
                         help="the tutor's decoding, as lm_eval --gen_kwargs (default: temperature=0.1,"
                              "max_gen_toks=--tutor-max-tokens), e.g. temperature=0.7,top_p=0.9")
+    parser.add_argument("--reasoning-effort", choices=(*REASONING_EFFORTS, "none"), default="none",
+                        help="the judge's request field reasoning_effort (default none: sends nothing, for models "
+                             "without a reasoning mode; low is the paper's, for gpt-oss)")
     parser.add_argument("--print-command", action="store_true",
                         help="print the exact lm_eval command and metadata the demo runs, and stop (for running the "
                              "same audit against your own server: with --endpoint/--endpoint-model)")
@@ -44,6 +48,7 @@ def main(args: argparse.Namespace) -> int:
         judge_max_tokens=args.judge_max_tokens, threads=args.threads, model_file=args.model_file,
         endpoint=args.endpoint, endpoint_model=args.endpoint_model, n_ctx=args.n_ctx, out=args.out, n_boot=args.n_boot,
         gen_kwargs=args.gen_kwargs,
+        reasoning_effort=None if args.reasoning_effort == "none" else args.reasoning_effort,
     )
     if args.print_command:
         print(demo.print_command(opts))

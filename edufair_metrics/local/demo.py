@@ -48,6 +48,10 @@ class DemoOptions:
     out: str | None = None
     n_boot: int = 1000
     gen_kwargs: str | None = None  # the tutor's decoding, lm_eval --gen_kwargs style (k=v,...)
+    # The judge's request field reasoning_effort; None sends nothing. The demo's default is None on
+    # every endpoint (the embedded SmolLM2 and most small servers have no reasoning mode): what the
+    # record says is then what was sent. Set "low" for gpt-oss (the paper's judge).
+    reasoning_effort: str | None = None
 
 
 # The embedded server answers one request at a time; two in flight keep one queued behind it so the
@@ -74,9 +78,9 @@ def demo_metadata(opts: DemoOptions, base_url: str, model: str) -> dict[str, Any
         "judge": {
             "base_url": base_url, "model": model, "structured_output": "json_object",
             "max_tokens": opts.judge_max_tokens, "concurrency": 1, "max_retries": 2, "timeout_s": 300,
-            # SmolLM2 has no reasoning mode: send no reasoning_effort (recorded as null). Any
-            # other --endpoint keeps the paper's default ("low").
-            **({} if opts.endpoint else {"reasoning_effort": None}),
+            # Always stated, so a settings file saved from --print-command records what is sent
+            # (an absent key would fall back to the paper's "low" for a model without reasoning).
+            "reasoning_effort": opts.reasoning_effort,
         },
     }
 

@@ -23,6 +23,7 @@ from edufair_metrics.local.demo import (
     print_command,
 )
 from edufair_metrics.protocol import drawn_levels
+from edufair_metrics.settings import resolve_runner_settings
 from edufair_metrics.local.server import EMBEDDED_ALIAS, StderrRelay
 
 from tests.helpers.paths import REPO
@@ -42,11 +43,22 @@ def test_print_command_is_the_command_the_demo_runs(capsys):
     assert meta["judge"]["reasoning_effort"] is None  # the embedded model has no reasoning mode
 
 
-def test_an_own_endpoint_keeps_the_papers_reasoning_effort():
-    text = print_command(DemoOptions(endpoint="http://10.0.0.5:8000/v1", endpoint_model="my-model"))
-    meta = yaml.safe_load(text.split("config\": FILE}}'):\n", 1)[1])
-    assert "reasoning_effort" not in meta["judge"] and meta["judge"]["base_url"] == "http://10.0.0.5:8000/v1"
+@pytest.mark.parametrize("flag, sent", [(None, None), ("none", None), ("low", "low"), ("high", "high")])
+def test_an_own_endpoints_block_states_the_reasoning_effort_it_sends(tmp_path, capsys, flag, sent):
+    # The block saved from --print-command is what a user runs with; an absent key would resolve to
+    # the paper's "low" and record that for a model that has no reasoning mode.
+    argv = ["demo", "--print-command", "--endpoint", "http://10.0.0.5:8000/v1", "--endpoint-model", "my-model"]
+    assert main(argv + (["--reasoning-effort", flag] if flag else [])) == 0
+    text = capsys.readouterr().out
+    block = text.split("config\": FILE}}'):\n", 1)[1]
+    meta = yaml.safe_load(block)
+    assert "reasoning_effort" in meta["judge"] and meta["judge"]["reasoning_effort"] == sent
+    assert meta["judge"]["base_url"] == "http://10.0.0.5:8000/v1"
     assert "model=my-model,base_url=http://10.0.0.5:8000/v1/chat/completions" in text
+    saved = tmp_path / "my-settings.yaml"
+    saved.write_text(block)
+    settings = resolve_runner_settings({}, {"edufair": {"config": str(saved)}}, environ={})
+    assert settings.judge.reasoning_effort == sent
 
 
 def test_configs_demo_local_is_the_demos_metadata():
