@@ -56,8 +56,8 @@ from edufair_metrics.detectors.reveal import (
     partial_reveal,
     partially_reveals,
 )
-from edufair_metrics.detectors.student import student_scores
-from edufair_metrics.detectors.turns import TurnDetection, detect_turns
+from edufair_metrics.detectors.student import student_output, student_scores
+from edufair_metrics.detectors.turns import TurnDetection, detect_turns, stored_detection, turn_hits
 
 # The per-dialogue detector and student metrics that get contrasts in the grid (metric kinds
 # "detector" and "student"); defined in records next to the other metric vocabularies.
@@ -111,12 +111,18 @@ def detector_scores(transcript: Transcript, answer_forms: list[str] | None) -> d
     """The per-dialogue detector metrics (DETECTOR_METRICS + NEXT_TURN_METRICS). Without gold
     forms the gold-based ones are NaN (unknown); stopped_on_revealed_gold and independence_ratio
     are still computed."""
+    return detector_output(transcript, answer_forms)[0]
+
+
+def detector_output(transcript: Transcript, answer_forms: list[str] | None) -> tuple[dict[str, float], dict[str, Any]]:
+    """:func:`detector_scores` and the turn-level hits they come from (:func:`turn_hits`: what a
+    record stores as its detectors' per-turn output)."""
     stop = stopped_on_revealed_gold(transcript)
     if not answer_forms:
         det = detect_turns(transcript, [])
-        return {"stopped_on_revealed_gold": stop, "partial_reveal_rate": NAN,
-                "independence_ratio": _mean(det.attempts.values()),
-                "independence_after_partial": NAN, "independence_after_none": NAN}
+        return ({"stopped_on_revealed_gold": stop, "partial_reveal_rate": NAN,
+                 "independence_ratio": _mean(det.attempts.values()),
+                 "independence_after_partial": NAN, "independence_after_none": NAN}, turn_hits(det, gold=False))
     det = detect_turns(transcript, answer_forms)
     tutor = sorted(det.leaks)
     before_final = tutor[:-1]
@@ -127,7 +133,7 @@ def detector_scores(transcript: Transcript, answer_forms: list[str] | None) -> d
         "independence_ratio": _mean(det.attempts.values()),
         "independence_after_partial": _mean(a for _, revealed, a in det.next_turn if revealed),
         "independence_after_none": _mean(a for _, revealed, a in det.next_turn if not revealed),
-    }
+    }, turn_hits(det, gold=True)
 
 
 def all_scores(transcript: Transcript, answer_forms: list[str] | None) -> dict[str, float]:
@@ -179,6 +185,7 @@ def next_turn_summary(rows: list[dict[str, Any]], by: tuple[str, ...] = ("condit
 __all__ = [
     "DETECTOR_METRICS", "DETECTOR_VERSION", "NEXT_TURN_METRICS", "PartialReveal", "RETIRED_DETECTOR_METRICS",
     "STORED_METRICS", "STUDENT_METRICS", "TurnDetection", "all_scores", "attempts_reasoning", "confirms_answer", "decisive_values",
-    "detect_turns", "detector_dialogue_scores", "detector_scores", "leaks_answer", "next_turn_rows",
-    "next_turn_summary", "partial_reveal", "partially_reveals", "stopped_on_revealed_gold", "student_scores",
+    "detect_turns", "detector_dialogue_scores", "detector_output", "detector_scores", "leaks_answer", "next_turn_rows",
+    "next_turn_summary", "partial_reveal", "partially_reveals", "stopped_on_revealed_gold", "stored_detection",
+    "student_output", "student_scores", "turn_hits",
 ]

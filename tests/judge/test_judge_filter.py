@@ -1,4 +1,4 @@
-"""Judging transcripts into dialogue records (``runlog.judge_and_build``, what every task run and
+"""Judging transcripts into dialogue records (``run.judge_and_build``, what every task run and
 `edufair judge` do), `edufair judge` re-judging, `edufair cache`, and the rule that the API key is
 never written anywhere."""
 
@@ -13,7 +13,7 @@ from edufair_metrics.cli import main as cli_main
 from edufair_metrics.judge.run import format_missing_summary
 from edufair_metrics.settings import load_judge_settings
 from edufair_metrics.records import JUDGE_MISSING, JUDGE_OK, STOP_STUDENT_FAILED, Transcript, Turn
-from edufair_metrics.runlog import judge_and_build
+from edufair_metrics.run import judge_and_build
 
 from tests.helpers.fake_openai import FakeOpenAI, HTTPError, labels_json
 from tests.helpers.judge_env import JUDGE_ENV_VARS

@@ -2,7 +2,7 @@
 lm-eval, no network): a tutor that teaches girls worse leaves their post-test worse (found, metric
 kind ``outcome``); a tutor that hands girls the answer shows up as revealed outcomes, not as
 learning; a tutor without either flags no outcome metric. The post-test costs one student call per
-dialogue and is stored in the record; ``edufair posttest`` (``runlog.posttest``) gives a stored run
+dialogue and is stored in the record; ``edufair posttest`` (``run.posttest``) gives a stored run
 the same post-tests without re-generating any dialogue."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from edufair_metrics.errors import EduFairError
 from edufair_metrics.records import OUTCOME_METRICS, RECORD_KEY, record_in_line
 from edufair_metrics.run import RoleModel, TaskSpec, run_task, task_documents
 from edufair_metrics.runlog import load_runs
-from edufair_metrics.runlog.posttest import posttest_samples
+from edufair_metrics.run.posttest import posttest_samples
 from edufair_metrics.settings import resolve_runner_settings
 from lm_eval_tasks import TASKS_DIR
 
