@@ -25,6 +25,7 @@ from edufair_metrics.settings import resolve_runner_settings
 from lm_eval_tasks import TASKS_DIR
 
 from tests.helpers.axes import GOLDS, Scripted, question_of, system_of, unit, write_axes_bank
+from tests.helpers.stored import with_provenance
 
 TASK = "edufair_explicit_physics"
 FEMALE = "Grade 8 female student"
@@ -160,7 +161,7 @@ def test_posttest_from_stored_transcripts(tmp_path):
     assert res.posttests == res.dialogues == len(stored.records) == res.counts["requests"]
     assert 0 < student.requests <= res.counts["requests"]
     (out,) = sorted((tmp_path / "out" / "org__tutor").glob("samples_*.jsonl"))
-    rows = [record_in_line(json.loads(line)) for line in out.read_text().splitlines()]
+    rows = with_provenance(record_in_line(json.loads(line)) for line in out.read_text().splitlines())
     for row, rec in zip(rows, live.records):  # the same post-tests as a run with edufair.posttest
         assert row["posttest"]["answer"] == rec.posttest.answer and row["posttest"]["verdict"] == rec.posttest.verdict
         assert {m: row["scores"]["scores"].get(m) for m in OUTCOME_METRICS} == \
