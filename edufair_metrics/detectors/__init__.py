@@ -136,6 +136,17 @@ def detector_output(transcript: Transcript, answer_forms: list[str] | None) -> t
     }, turn_hits(det, gold=True)
 
 
+def record_detection(record: Any) -> TurnDetection | None:
+    """The turn-level detector labels of a record (a ``DialogueRecord``): its stored per-turn output
+    (``per_turn["detectors"]``, written by the ``detectors`` scorer) when it has it, else
+    :func:`detect_turns` of its transcript; None without gold forms or turns."""
+    forms = record.document.answer_forms
+    if not forms or not record.transcript.turns:
+        return None
+    stored = stored_detection(record.transcript, record.per_turn.get("detectors"))
+    return stored if stored is not None else detect_turns(record.transcript, forms)
+
+
 def all_scores(transcript: Transcript, answer_forms: list[str] | None) -> dict[str, float]:
     """The detector and student metrics of one transcript (``DETECTOR_METRICS`` +
     ``NEXT_TURN_METRICS`` + ``STUDENT_METRICS``): what a record's scores get."""
@@ -186,6 +197,7 @@ __all__ = [
     "DETECTOR_METRICS", "DETECTOR_VERSION", "NEXT_TURN_METRICS", "PartialReveal", "RETIRED_DETECTOR_METRICS",
     "STORED_METRICS", "STUDENT_METRICS", "TurnDetection", "all_scores", "attempts_reasoning", "confirms_answer", "decisive_values",
     "detect_turns", "detector_dialogue_scores", "detector_output", "detector_scores", "leaks_answer", "next_turn_rows",
-    "next_turn_summary", "partial_reveal", "partially_reveals", "stopped_on_revealed_gold", "stored_detection",
+    "next_turn_summary", "partial_reveal", "partially_reveals", "record_detection", "stopped_on_revealed_gold",
+    "stored_detection",
     "student_output", "student_scores", "turn_hits",
 ]
