@@ -67,8 +67,13 @@ STUDENT_METRICS = (
 OUTCOME_METRICS = ("posttest_correct", "learning_gain", "learned_unrevealed", "revealed_outcome")
 
 
+@functools.lru_cache(maxsize=None)
+def _field_names(cls) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))
+
+
 def _from_dict(cls, data: dict[str, Any]):
-    names = {f.name for f in fields(cls)}
+    names = _field_names(cls)
     return cls(**{k: v for k, v in data.items() if k in names})
 
 
@@ -434,7 +439,22 @@ class RunHeader:
         return cls(**kwargs, extra={k: v for k, v in prov.items() if k not in named}, present=frozenset(prov))
 
     def to_provenance(self) -> dict[str, Any]:
-        """The header as a provenance dict (schema v2's shape: the keys it was made from)."""
+        """The header as a provenance dict (schema v2's shape: the keys it was made from), a fresh copy."""
+        text = self._provenance_json
+        return json.loads(text) if text is not None else self._provenance()
+
+    @functools.cached_property
+    def _provenance_json(self) -> str | None:
+        # a JSON copy is several times faster than deepcopy (one per record read); None when the
+        # provenance does not survive JSON as it is (tuples, non-string keys)
+        prov = self._provenance()
+        try:
+            text = json.dumps(prov, ensure_ascii=False)
+        except (TypeError, ValueError):
+            return None
+        return text if json.loads(text) == prov else None
+
+    def _provenance(self) -> dict[str, Any]:
         present = self.present or frozenset(k for k in _HEADER_ORDER + _HEADER_TAIL if getattr(self, k) not in (None, {}))
         out: dict[str, Any] = {}
         for k in _HEADER_ORDER:
@@ -456,7 +476,7 @@ class RunHeader:
     @functools.cached_property
     def digest(self) -> str:
         """A short hash of the header: what a record's ``{"ref": ...}`` names."""
-        text = json.dumps(self.to_provenance(), sort_keys=True, ensure_ascii=False, default=str)
+        text = json.dumps(self._provenance(), sort_keys=True, ensure_ascii=False, default=str)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
@@ -482,14 +502,20 @@ def provenance_delta(full: dict[str, Any], base: dict[str, Any]) -> dict[str, An
 
 def merge_provenance(base: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
     """``base`` with ``delta`` (:func:`provenance_delta`) applied; key order: the base's, then added keys."""
-    out = copy.deepcopy(base)
+    return _apply_delta(copy.deepcopy(base), delta)
+
+
+def _apply_delta(out: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
+    """:func:`merge_provenance` into ``out`` itself (a fresh copy of the base)."""
+    if not delta:
+        return out
     for k in delta.get(_UNSET) or []:
         out.pop(k, None)
     for k, v in delta.items():
         if k == _UNSET:
             continue
         if isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = merge_provenance(out[k], v)
+            out[k] = _apply_delta(out[k], v)
         else:
             out[k] = copy.deepcopy(v)
     return out
@@ -655,15 +681,15 @@ class DialogueRecord:
         per_turn: dict[str, dict[str, Any]] = {}
         if version >= 3:
             run = _header_of(data.get("run"), headers)
-            provenance = merge_provenance(run.to_provenance(), delta) if run is not None else dict(delta)
+            provenance = _apply_delta(run.to_provenance(), delta) if run is not None else dict(delta)
             raw_stamps = data.get("scorers") if isinstance(data.get("scorers"), dict) else {}
             stamps = {str(k): ScorerStamp.from_dict(v) for k, v in raw_stamps.items()}
             raw_turns = data.get("per_turn")
             if isinstance(raw_turns, dict):
                 per_turn = {str(k): v for k, v in raw_turns.items() if isinstance(v, dict)}
-        else:  # schema 1 and 2: the whole provenance in the record, three version counters
+        else:  # schema 1 and 2: the whole provenance in the record (its header made when needed: header())
             provenance = delta
-            run = RunHeader.from_provenance(provenance) if provenance else None
+            run = None
             stamps = _legacy_stamps(data, transcript, scores, posttest)
         return cls(transcript, judgements, scores, flags, judge, provenance, document, stamps, RECORD_SCHEMA_VERSION,
                    posttest, run, per_turn)

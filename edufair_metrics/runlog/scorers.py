@@ -75,8 +75,6 @@ class DialogueScorer:
     reads_gold: bool = False
     drop_nan: bool = False
     retired: tuple[str, ...] = ()
-    # its per-turn output is filled in for a stored record that lacks it (the report reads it)
-    fill_per_turn: bool = False
 
     def stamp(self, record: DialogueRecord) -> ScorerStamp:
         return ScorerStamp(self.version, bool(record.document.answer_forms) if self.reads_gold else None)
@@ -135,7 +133,7 @@ SCORERS: tuple[DialogueScorer, ...] = (
                    applies=lambda r: bool(r.judgements) or not r.scorers),
     DialogueScorer("conversation", CONVERSATION_VERSION, CONVERSATION_METRICS, _conversation),
     DialogueScorer("detectors", DETECTOR_VERSION, DETECTOR_METRICS, _detectors, reads_gold=True, drop_nan=True,
-                   retired=RETIRED_DETECTOR_METRICS, fill_per_turn=True),
+                   retired=RETIRED_DETECTOR_METRICS),
     DialogueScorer("student", STUDENT_MONITOR_VERSION, STUDENT_METRICS, _student, reads_gold=True, drop_nan=True),
     DialogueScorer("outcome", OUTCOME_VERSION, OUTCOME_METRICS, _outcome, applies=lambda r: r.posttest is not None,
                    reads_gold=True),
@@ -174,7 +172,8 @@ def complete(record: DialogueRecord, *, only_stale: bool = True) -> tuple[Dialog
     """``record`` with every stale scorer's values computed again (module docstring), as a new record,
     and the names of the scorers that scored. ``only_stale`` False: every scorer that applies scores
     the record from scratch (``score``, not ``upgrade``: a record just made). A stored record whose
-    stamp is current but that lacks a scorer's per-turn output gets that output, its values kept."""
+    stamps are current is returned as it is (one stored before the per-turn output existed has none:
+    its readers detect again, ``detectors.record_detection``)."""
     values = dict(record.scores.scores)
     fields: dict[str, Any] = {}
     per_turn = dict(record.per_turn)
@@ -189,17 +188,12 @@ def complete(record: DialogueRecord, *, only_stale: bool = True) -> tuple[Dialog
         elif _stale(s, record):
             fn = s.upgrade or s.score
             post = _apply(s, record, fn(record), values=values, fields=fields, per_turn=per_turn, stamps=stamps)
-        elif s.fill_per_turn and s.name not in per_turn and record.has_transcript:
-            out = s.score(record)
-            if out.per_turn is not None:
-                per_turn[s.name] = out.per_turn
-            continue  # its values and stamp stay as stored
         else:
             continue
         ran.append(s.name)
         if post is not None:
             posttest = post
-    if not ran and per_turn == record.per_turn:
+    if not ran:
         return record, ()
     scores: DialogueScores = replace(record.scores, scores=values, **fields)
     return replace(record, scores=scores, scorers=stamps, per_turn=per_turn, posttest=posttest), tuple(ran)

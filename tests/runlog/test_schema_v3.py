@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from edufair_metrics.detectors import detect_turns, stored_detection
+from edufair_metrics.detectors import detect_turns, record_detection, stored_detection
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.records import (
     DETECTOR_METRICS,
@@ -27,6 +27,7 @@ from edufair_metrics.records import (
 )
 from edufair_metrics.runlog import SCORERS, complete, iter_lines, iter_records, record_dicts
 from edufair_metrics.runlog.rewrite import RecordWriter
+from edufair_metrics.runlog.scorers import score_record
 
 DATA = Path(__file__).parent / "data"
 V2 = DATA / "v2" / "samples_edufair_explicit_physics_2026-12-01T00-00-00.000000.jsonl"
@@ -118,12 +119,13 @@ def test_a_records_own_provenance_is_its_delta():
     delta = provenance_delta(mine, rec.provenance)
     assert delta == {"models": {"judge": {"model": "another-judge"}}, "posttest": {"prompt": "p"}, "_unset": ["seeds"]}
     assert merge_provenance(rec.provenance, delta) == mine
+    head = rec.header()  # a v2 record's header, made from its provenance
     other = DialogueRecord(rec.transcript, rec.judgements, rec.scores, rec.flags, rec.judge, mine, rec.document,
-                           rec.scorers, posttest=rec.posttest, run=rec.run, per_turn=rec.per_turn)
+                           rec.scorers, posttest=rec.posttest, run=head, per_turn=rec.per_turn)
     writer = RecordWriter()
     first, second = writer.to_dict(rec), writer.to_dict(other)
-    assert second["run"] == {"ref": rec.run.digest} and second["provenance"] == delta
-    headers = {rec.run.digest: RunHeader.from_dict(first["run"])}
+    assert second["run"] == {"ref": head.digest} and second["provenance"] == delta
+    headers = {head.digest: RunHeader.from_dict(first["run"])}
     assert DialogueRecord.from_dict(second, headers=headers).provenance == mine
 
 
@@ -162,7 +164,9 @@ def test_stored_per_turn_detector_hits_equal_a_fresh_detection():
             forms = rec.document.answer_forms
             if not forms or not rec.has_transcript:
                 continue
-            assert stored_detection(rec.transcript, rec.per_turn["detectors"]) == detect_turns(rec.transcript, forms)
+            scored = score_record(rec)  # as a record made today stores it
+            assert stored_detection(rec.transcript, scored.per_turn["detectors"]) == detect_turns(rec.transcript, forms)
+            assert record_detection(scored) == record_detection(rec) == detect_turns(rec.transcript, forms)
             n += 1
     assert n >= 10
     # the student monitor's labels per student turn are stored when it scores
