@@ -73,7 +73,7 @@ from edufair_metrics.records import (
 )
 
 # The version of the detectors' definitions: a stored record whose detector metrics come from
-# another version is completed (recomputed) when it is read (edufair_metrics.runlog.read).
+# another version is completed (recomputed) when it is read (the "detectors" scorer, edufair_metrics.runlog.scorers).
 # 2: stopped_on_revealed_gold replaces leak_rate_det; partial_reveal_rate; history-aware leaks;
 # next-turn independence after a partial reveal; the student metrics.
 # 3: the history reads the student's latest answer (a gold that is only a step of the student's
@@ -83,7 +83,7 @@ DETECTOR_VERSION = 3
 NEXT_TURN_METRICS = ("independence_after_partial", "independence_after_none")
 # Detector metrics of earlier versions: dropped from a record when its metrics are recomputed.
 RETIRED_DETECTOR_METRICS = ("leak_rate_det",)
-# What a record's scores store (runlog.build_record, runlog.read.complete_record).
+# What a record's scores store (the "detectors" and "student" scorers of runlog.scorers).
 STORED_METRICS = DETECTOR_METRICS + STUDENT_METRICS
 
 NAN = float("nan")
