@@ -7,6 +7,10 @@ re-run from the stored output of the previous one (samples files, JSONL).
 
 from __future__ import annotations
 
+import copy
+import functools
+import hashlib
+import json
 import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -63,8 +67,13 @@ STUDENT_METRICS = (
 OUTCOME_METRICS = ("posttest_correct", "learning_gain", "learned_unrevealed", "revealed_outcome")
 
 
+@functools.lru_cache(maxsize=None)
+def _field_names(cls) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))
+
+
 def _from_dict(cls, data: dict[str, Any]):
-    names = {f.name for f in fields(cls)}
+    names = _field_names(cls)
     return cls(**{k: v for k, v in data.items() if k in names})
 
 
@@ -303,7 +312,8 @@ class PostTest:
     revealed: bool | None = None
     error: str | None = None
     error_kind: str | None = None
-    scored_version: int | None = None  # detectors.outcome.OUTCOME_VERSION of the verdicts (None: not scored)
+    # which outcome definition scored the verdicts: the record's ``scorers["outcome"]`` (schema v3;
+    # schema v2 stored it here as ``scored_version``, read by DialogueRecord.from_dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -321,8 +331,11 @@ class PostTest:
 
 # ---- the per-dialogue record: what every stage after the judge reads ----------------------------
 
-# 1: every record written before the schema was versioned (no ``schema_version`` field); 2: this one.
-RECORD_SCHEMA_VERSION = 2
+# 1: every record written before the schema was versioned (no ``schema_version`` field); 2: one
+# untyped provenance dict per record and three version counters (``detector_version``,
+# ``turn_counts_version``, ``posttest.scored_version``); 3: this one (a typed run header once per
+# task, the record's own provenance delta, one stamp per dialogue scorer, per-turn scorer output).
+RECORD_SCHEMA_VERSION = 3
 # The samples-file field lm-eval writes the record under: the task's metric of that name, whose
 # table row counts the dialogues that ended by the stop rule. Files written before that metric was
 # named for what it counts hold the record under LEGACY_RECORD_KEYS; every reader accepts both.
@@ -383,18 +396,168 @@ class DocumentFacts:
         )
 
 
+# The run header's fields, in the order a provenance dict lists them (schema v2's order).
+_HEADER_ORDER = ("package_version", "protocol_version", "protocol_sha256", "bank", "judge_prompts_sha256", "models",
+                 "decoding", "max_tutor_turns", "seeds", "execution")
+_HEADER_TAIL = ("replicates", "posttest")
+
+
+@dataclass(frozen=True)
+class RunHeader:
+    """The facts of one task run, the same for every dialogue of it (what pooling checks compare):
+    versions, the protocol and judge-prompt hashes, the bank, each role's identity and decoding,
+    seeds, T_max, how the task was split, replicates and the post-test. One object per task
+    (``run.run_task``), stored once per samples file and process (``runlog.rewrite.RecordWriter``);
+    a record stores only what differs from it (``DialogueRecord.to_dict``). ``extra``: the
+    protocol fields of an extension task (``protocol_extensions_sha256``, ``names_draw``) and any
+    key another EduFair version wrote, kept as they are."""
+
+    package_version: str | None = None
+    protocol_version: str | None = None
+    protocol_sha256: str | None = None
+    bank: dict[str, Any] | None = None
+    judge_prompts_sha256: str | None = None
+    models: dict[str, Any] = field(default_factory=dict)
+    decoding: dict[str, Any] = field(default_factory=dict)
+    max_tutor_turns: Any = None
+    seeds: dict[str, Any] = field(default_factory=dict)
+    execution: dict[str, Any] | None = None
+    replicates: int | None = None  # dialogues per question and level (None: 1)
+    posttest: dict[str, Any] | None = None  # the post-test's protocol fields (None: no post-test)
+    extra: dict[str, Any] = field(default_factory=dict)
+    # which keys the provenance it came from held (a header read from an older record may lack some)
+    present: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_provenance(cls, prov: dict[str, Any]) -> "RunHeader":
+        prov = copy.deepcopy(prov or {})
+        named = {f.name for f in fields(cls)} - {"extra", "present"}
+        kwargs = {k: prov[k] for k in named if k in prov}
+        for k in ("models", "decoding", "seeds"):
+            if kwargs.get(k) is None:
+                kwargs.pop(k, None)
+        return cls(**kwargs, extra={k: v for k, v in prov.items() if k not in named}, present=frozenset(prov))
+
+    def to_provenance(self) -> dict[str, Any]:
+        """The header as a provenance dict (schema v2's shape: the keys it was made from), a fresh copy."""
+        text = self._provenance_json
+        return json.loads(text) if text is not None else self._provenance()
+
+    @functools.cached_property
+    def _provenance_json(self) -> str | None:
+        # a JSON copy is several times faster than deepcopy (one per record read); None when the
+        # provenance does not survive JSON as it is (tuples, non-string keys)
+        prov = self._provenance()
+        try:
+            text = json.dumps(prov, ensure_ascii=False)
+        except (TypeError, ValueError):
+            return None
+        return text if json.loads(text) == prov else None
+
+    def _provenance(self) -> dict[str, Any]:
+        present = self.present or frozenset(k for k in _HEADER_ORDER + _HEADER_TAIL if getattr(self, k) not in (None, {}))
+        out: dict[str, Any] = {}
+        for k in _HEADER_ORDER:
+            if k in present:
+                out[k] = copy.deepcopy(getattr(self, k))
+        out.update(copy.deepcopy(self.extra))
+        for k in _HEADER_TAIL:
+            if k in present:
+                out[k] = copy.deepcopy(getattr(self, k))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.to_provenance()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunHeader":
+        return cls.from_provenance(data)
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """A short hash of the header: what a record's ``{"ref": ...}`` names."""
+        text = json.dumps(self._provenance(), sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+_UNSET = "_unset"  # a provenance delta's list of header keys the record does not have
+
+
+def provenance_delta(full: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+    """What ``full`` adds to or changes in ``base`` (nested dicts compared key by key), and under
+    ``"_unset"`` the keys of ``base`` that ``full`` lacks; ``merge_provenance(base, delta) == full``."""
+    out: dict[str, Any] = {}
+    for k, v in full.items():
+        if k not in base:
+            out[k] = copy.deepcopy(v)
+        elif isinstance(v, dict) and isinstance(base[k], dict) and v != base[k]:
+            out[k] = provenance_delta(v, base[k])
+        elif v != base[k] or type(v) is not type(base[k]):
+            out[k] = copy.deepcopy(v)
+    unset = [k for k in base if k not in full]
+    if unset:
+        out[_UNSET] = unset
+    return out
+
+
+def merge_provenance(base: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``delta`` (:func:`provenance_delta`) applied; key order: the base's, then added keys."""
+    return _apply_delta(copy.deepcopy(base), delta)
+
+
+def _apply_delta(out: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
+    """:func:`merge_provenance` into ``out`` itself (a fresh copy of the base)."""
+    if not delta:
+        return out
+    for k in delta.get(_UNSET) or []:
+        out.pop(k, None)
+    for k, v in delta.items():
+        if k == _UNSET:
+            continue
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _apply_delta(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+@dataclass(frozen=True)
+class ScorerStamp:
+    """Which version of a dialogue scorer (``runlog.scorers``) computed a record's values, and
+    whether it had the gold answer forms (None: the scorer reads no gold)."""
+
+    version: int
+    gold: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": self.version} if self.gold is None else {"version": self.version, "gold": self.gold}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "ScorerStamp":
+        if isinstance(data, int) and not isinstance(data, bool):
+            return cls(data)
+        if not isinstance(data, dict) or not isinstance(data.get("version"), int):
+            raise ValueError(f"a scorer stamp is {{'version': int, 'gold': bool}}, not {data!r}")
+        gold = data.get("gold")
+        return cls(int(data["version"]), None if gold is None else bool(gold))
+
+
 @dataclass
 class DialogueRecord:
     """One judged (or not yet judged) dialogue: the unit every stage after the judge reads and
     writes. Plain data; ``to_dict``/``from_dict`` round-trip through JSON (the samples file's
     ``complete_dialogues``). ``from_dict`` is the ONE place that understands the field shapes older
     EduFair versions wrote (``schema_version`` 1: no version field, ``judged_turns``, no
-    ``error_kind`` / judgement ``kind`` / ``stop_evidence``, the gold only in the logged document).
+    ``error_kind`` / judgement ``kind`` / ``stop_evidence``, the gold only in the logged document;
+    2: the whole provenance in every record, three version counters).
 
-    ``scores`` holds the nine judged and conversation metrics and the detector metrics (and, with a
-    post-test, the outcome metrics); ``posttest`` the post-test itself (None: none was run);
-    ``detector_version`` says which version of the deterministic detectors computed the latter
-    (None: not computed), so a reader can complete records written by older detectors."""
+    ``scores`` holds the values of the dialogue scorers (``runlog.scorers``: the judge's five
+    rates, the conversation metrics, the detector and student metrics and, with a post-test, the
+    outcome metrics); ``scorers`` which version of each computed them; ``per_turn`` each scorer's
+    turn-level output (the detectors' hits per tutor turn, the student monitor's labels per
+    student turn). ``run``: the task's run header (shared by its records); ``provenance``: the
+    record's full provenance, the header with the record's own delta applied (what every reader
+    uses); ``posttest`` the post-test itself (None: none was run)."""
 
     transcript: Transcript
     judgements: list[TurnJudgement]
@@ -403,15 +566,28 @@ class DialogueRecord:
     judge: dict[str, Any] | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
     document: DocumentFacts = field(default_factory=DocumentFacts)
-    detector_version: int | None = None
+    scorers: dict[str, ScorerStamp] = field(default_factory=dict)
     schema_version: int = RECORD_SCHEMA_VERSION
-    turn_counts_version: int | None = None  # scores.TURN_COUNTS_VERSION of scores.turn_counts (None: none)
     posttest: PostTest | None = None  # the post-test (edufair.posttest), None when none was run
+    run: RunHeader | None = None
+    per_turn: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def has_transcript(self) -> bool:
         """False for a record that stored only scores (its transcript has no turn)."""
         return bool(self.transcript.turns)
+
+    @property
+    def detector_version(self) -> int | None:
+        """Schema v2's name: the version of the detectors that computed the detector metrics."""
+        stamp = self.scorers.get("detectors")
+        return stamp.version if stamp is not None else None
+
+    @property
+    def turn_counts_version(self) -> int | None:
+        """Schema v2's name: the version of the judge scorer's turn counts (None: none)."""
+        stamp = self.scorers.get("judge")
+        return stamp.version if stamp is not None and self.scores.turn_counts else None
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -421,27 +597,40 @@ class DialogueRecord:
         key = (t.task or self.scores.task, t.condition, t.level, str(t.question_id))
         return key if t.replicate == 1 else key + (f"replicate{t.replicate}",)
 
-    def to_dict(self) -> dict[str, Any]:
+    def header(self) -> RunHeader:
+        """The run header this record is stored against: ``run``, or one made from its provenance."""
+        return self.run if self.run is not None else RunHeader.from_provenance(self.provenance)
+
+    def to_dict(self, *, header: RunHeader | None = None, header_ref: bool = False) -> dict[str, Any]:
+        """The record's JSON (schema v3). ``header``: the run header it is stored against (default
+        :meth:`header`); the record keeps only its provenance delta from it. ``header_ref``: write
+        the header as ``{"ref": digest}`` (an earlier line of the same file holds it in full;
+        ``runlog.rewrite.RecordWriter``), else in full."""
+        head = header if header is not None else self.header()
         return {
-            "schema_version": self.schema_version,
+            "schema_version": RECORD_SCHEMA_VERSION,
             "transcript": self.transcript.to_dict(),
             "judgements": [j.to_dict() for j in self.judgements],
             "scores": self.scores.to_dict(),
             "flags": self.flags.to_dict(),
             "judge": self.judge,
-            "provenance": self.provenance,
+            "run": {"ref": head.digest} if header_ref else head.to_dict(),
+            "provenance": provenance_delta(self.provenance, head.to_provenance()),
             "document": self.document.to_dict(),
-            "detector_version": self.detector_version,
-            "turn_counts_version": self.turn_counts_version,
+            "scorers": {name: stamp.to_dict() for name, stamp in self.scorers.items()},
+            **({"per_turn": copy.deepcopy(self.per_turn)} if self.per_turn else {}),
             # only records with a post-test carry the key (records without one are as before)
             **({"posttest": self.posttest.to_dict()} if self.posttest is not None else {}),
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], *, doc: dict[str, Any] | None = None) -> "DialogueRecord":
+    def from_dict(cls, data: dict[str, Any], *, doc: dict[str, Any] | None = None,
+                  headers: dict[str, RunHeader] | None = None) -> "DialogueRecord":
         """A record from its JSON form, any version. ``doc``: the samples line's logged document,
-        which gives the gold forms and source of records that did not store them. Raises
-        ValueError / TypeError / KeyError on a malformed record (the reader names the line)."""
+        which gives the gold forms and source of records that did not store them. ``headers``: the
+        run headers an earlier line of the same file held (digest -> header), for a record whose
+        ``run`` is a reference. Raises ValueError / TypeError / KeyError on a malformed record (the
+        reader names the line)."""
         if not isinstance(data, dict):
             raise TypeError(f"a record is a JSON object, not {type(data).__name__}")
         version = int(data.get("schema_version", 1))
@@ -486,14 +675,62 @@ class DialogueRecord:
                                      answer_forms=document.answer_forms or logged.answer_forms,
                                      source=document.source or logged.source)
         judge = data.get("judge") if isinstance(data.get("judge"), dict) else None
-        provenance = data.get("provenance") if isinstance(data.get("provenance"), dict) else {}
-        det = data.get("detector_version")
-        tc = data.get("turn_counts_version")
         post = data.get("posttest")
-        return cls(transcript, judgements, scores, flags, judge, provenance, document,
-                   int(det) if det is not None else None, RECORD_SCHEMA_VERSION,
-                   int(tc) if tc is not None and scores.turn_counts else None,
-                   PostTest.from_dict(post) if isinstance(post, dict) else None)
+        posttest = PostTest.from_dict(post) if isinstance(post, dict) else None
+        delta = data.get("provenance") if isinstance(data.get("provenance"), dict) else {}
+        per_turn: dict[str, dict[str, Any]] = {}
+        if version >= 3:
+            run = _header_of(data.get("run"), headers)
+            provenance = _apply_delta(run.to_provenance(), delta) if run is not None else dict(delta)
+            raw_stamps = data.get("scorers") if isinstance(data.get("scorers"), dict) else {}
+            stamps = {str(k): ScorerStamp.from_dict(v) for k, v in raw_stamps.items()}
+            raw_turns = data.get("per_turn")
+            if isinstance(raw_turns, dict):
+                per_turn = {str(k): v for k, v in raw_turns.items() if isinstance(v, dict)}
+        else:  # schema 1 and 2: the whole provenance in the record (its header made when needed: header())
+            provenance = delta
+            run = None
+            stamps = _legacy_stamps(data, transcript, scores, posttest)
+        return cls(transcript, judgements, scores, flags, judge, provenance, document, stamps, RECORD_SCHEMA_VERSION,
+                   posttest, run, per_turn)
+
+
+def _header_of(raw: Any, headers: dict[str, RunHeader] | None) -> RunHeader | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise TypeError("run is not an object")
+    if set(raw) == {"ref"}:
+        found = (headers or {}).get(str(raw["ref"]))
+        if found is None:
+            raise ValueError(f"the record refers to run header {raw['ref']}, which no earlier line of its file holds")
+        return found
+    head = RunHeader.from_dict(raw)
+    return (headers or {}).get(head.digest, head)
+
+
+def _legacy_stamps(data: dict[str, Any], transcript: Transcript, scores: DialogueScores,
+                   posttest: PostTest | None) -> dict[str, ScorerStamp]:
+    """Schema 1/2's version counters as scorer stamps, so that completing a record does exactly what
+    those versions' readers did: the detector and student metrics again when ``detector_version``
+    is another, or when the record lacks ``student_correct_answer_rate`` although it has a student
+    turn (its metrics were computed without the gold; ``gold`` False); the turn counts when
+    ``turn_counts_version`` is missing; the post-test's verdicts by ``posttest.scored_version``.
+    The conversation metrics and the judge's rates were never recomputed (version 1)."""
+    stamps: dict[str, ScorerStamp] = {"conversation": ScorerStamp(1)}
+    det = data.get("detector_version")
+    if det is not None:
+        lacks_gold = (any(t.role == "student" for t in transcript.turns)
+                      and "student_correct_answer_rate" not in scores.scores)
+        stamps["detectors"] = ScorerStamp(int(det), not lacks_gold)
+        stamps["student"] = ScorerStamp(int(det), not lacks_gold)
+    tc = data.get("turn_counts_version")
+    if tc is not None and scores.turn_counts:
+        stamps["judge"] = ScorerStamp(int(tc))
+    raw_post = data.get("posttest")
+    if posttest is not None and isinstance(raw_post, dict) and raw_post.get("scored_version") is not None:
+        stamps["outcome"] = ScorerStamp(int(raw_post["scored_version"]), posttest.verdict is not None)
+    return stamps
 
 
 def transcript_failed(transcript: "Transcript | dict[str, Any] | None") -> bool:

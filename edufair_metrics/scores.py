@@ -25,7 +25,7 @@ metric ``[n_applicable, n_positive]``, the number of turns the rate averages and
 the judge labelled 1, so that ``value = n_positive / n_applicable``. They let the statistics weigh
 every judged turn equally (``analysis.turns``: a dialogue of 10 turns is not one vote like a
 dialogue of 1). Records written before them get them from their stored judgements when read
-(``runlog.read.complete_record``).
+(the ``judge`` scorer, ``runlog.scorers.complete``).
 
 Judge bookkeeping: ``sent_turns`` = tutor turns sent to the judge (every tutor turn, missing ones
 included), ``missing_turns`` = those without valid labels, so missing_turns / sent_turns is the

@@ -361,3 +361,68 @@ def test_report_never_calls_the_detectors():
            if layer_of_file(path) == "report" and layer_of_target(imp.target) == "detectors"]
     if bad:
         pytest.fail(_report(bad, "edufair_metrics/report must not import edufair_metrics.detectors"), pytrace=False)
+
+
+# ---- runlog/ is pure: records on disk, no model calls ------------------------------------------
+
+# What runlog/ holds: lm-eval's layout, the one reader of record lines, the one place a
+# record is made and its scorers, the rewrite of a run folder (the records and results writers),
+# loading runs, the labelling sample. Judging, re-judging and the post-test's student calls are run/'s.
+RUNLOG_MODULES = {"__init__", "layout", "read", "build", "scorers", "rewrite", "runs", "labels"}
+# Modules that call, or build, a model: the judge (its client and runner), the dialogue runner (its
+# generation, loop and post-test), and HTTP clients.
+MODEL_CALLING = ("edufair_metrics.judge", "edufair_metrics.dialogue", "openai", "httpx", "requests", "aiohttp",
+                 "urllib.request", "http.client", "tenacity")
+# Names whose import means a model is called or a call is cached.
+MODEL_CALLING_NAMES = {"CallCache", "CachedGenerator", "ChatModel", "make_client", "judge_transcripts", "run_posttests"}
+
+
+def _from_import_names(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [(node.lineno, alias.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+            for alias in node.names]
+
+
+def test_runlog_holds_only_layout_read_build_and_rewrite():
+    found = {p.stem for p in (PKG_DIR / "runlog").glob("*.py")}
+    assert found == RUNLOG_MODULES, f"runlog/ modules changed: {sorted(found ^ RUNLOG_MODULES)} (model calls go to run/)"
+
+
+def test_runlog_calls_no_model():
+    """runlog/ reads, builds and rewrites records: it imports no model client, judge or dialogue
+    generation (judging is run/judging.py, re-judging run/rejudge.py, the post-test run/posttest.py)."""
+    bad = [(imp, "a model-calling module") for path, imp in ALL_IMPORTS if layer_of_file(path) == "runlog"
+           and any(imp.target == m or imp.target.startswith(m + ".") for m in MODEL_CALLING)]
+    bad += [(Imp(str(p.relative_to(REPO)), line, name, f"import {name}"), "a model-calling name")
+            for p in sorted((PKG_DIR / "runlog").glob("*.py")) for line, name in _from_import_names(p)
+            if name in MODEL_CALLING_NAMES]
+    if bad:
+        pytest.fail(_report(bad, "edufair_metrics/runlog must not call models"), pytrace=False)
+
+
+def test_the_purity_check_sees_a_model_import():
+    """The rule above catches what it is for: run/judging.py (which calls the judge) would fail it."""
+    judging = PKG_DIR / "run" / "judging.py"
+    assert any(imp.target.startswith("edufair_metrics.judge.") for imp in imports_of(judging))
+    assert {n for _, n in _from_import_names(judging)} & MODEL_CALLING_NAMES == {"CallCache", "judge_transcripts"}
+
+
+def _calls_of(path: Path, name: str) -> list[int]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            if called == name:
+                out.append(node.lineno)
+    return out
+
+
+def test_one_reader_of_record_lines():
+    """Only runlog/read.py takes a record out of a samples line (``record_in_line``) and parses it;
+    every other reader (reports, rewrites, labels) goes through it (``iter_lines`` / ``iter_records``)."""
+    bad = [f"{f.relative_to(REPO)}:{line}" for f in PY_FILES if f != PKG_DIR / "runlog" / "read.py"
+           for line in _calls_of(f, "record_in_line")]
+    assert not bad, "record lines read outside edufair_metrics/runlog/read.py:\n  " + "\n  ".join(bad)
+    assert _calls_of(PKG_DIR / "runlog" / "read.py", "record_in_line"), "the check sees no call in runlog/read.py itself"

@@ -15,7 +15,7 @@ from edufair_metrics.errors import EduFairError
 from edufair_metrics.protocol import posttest_prompt, posttest_provenance
 from edufair_metrics.records import OUTCOME_METRICS, DialogueRecord, DocumentFacts, PostTest, Transcript, Turn
 from edufair_metrics.runlog.build import build_record
-from edufair_metrics.runlog.read import complete_outcome
+from edufair_metrics.runlog import complete
 from edufair_metrics.settings import resolve_runner_settings
 from lm_eval_tasks import TASKS_DIR
 
@@ -90,14 +90,22 @@ def test_record_round_trip_and_rescoring():
                                          raw="<think>hm</think>The answer is gravity."))
     assert rec.posttest.verdict == "correct" and rec.scores.scores["learned_unrevealed"] == 1.0
     d = rec.to_dict()
-    assert d["posttest"]["raw"].startswith("<think>") and d["posttest"]["scored_version"] == 1
+    assert d["posttest"]["raw"].startswith("<think>") and d["scorers"]["outcome"]["version"] == 1
     back = DialogueRecord.from_dict(d)
     assert back.posttest == rec.posttest
     # a post-test scored by an older definition is re-scored on reading, without a model call
-    back.posttest.scored_version = 0
-    back.scores.scores["posttest_correct"] = 0.0
-    assert complete_outcome(back) and back.scores.scores["posttest_correct"] == 1.0
-    assert not complete_outcome(back)
+    d["scorers"]["outcome"]["version"] = 0
+    d["scores"]["scores"]["posttest_correct"] = 0.0
+    stale = DialogueRecord.from_dict(d)
+    again, ran = complete(stale)
+    assert ran == ("outcome",) and again.scores.scores["posttest_correct"] == 1.0
+    assert stale.scores.scores["posttest_correct"] == 0.0  # a new record: the input is left as it was
+    assert complete(again)[1] == ()
+    # schema v2 kept the outcome's version in the post-test (scored_version)
+    v2 = {k: v for k, v in d.items() if k not in ("run", "scorers", "per_turn")} | {
+        "schema_version": 2, "provenance": rec.provenance, "detector_version": 3, "turn_counts_version": 1,
+        "posttest": {**d["posttest"], "scored_version": 0}}
+    assert complete(DialogueRecord.from_dict(v2))[1] == ("outcome",)
     # records without a post-test are as before
     plain = build_record(t, [], judge_info=None, document=DocumentFacts(answer="gravity", answer_forms=FORMS))
     assert "posttest" not in plain.to_dict() and not set(OUTCOME_METRICS) & set(plain.scores.scores)

@@ -14,6 +14,7 @@ from edufair_metrics.settings import resolve_runner_settings
 
 from tests.helpers.fake_lms import ScriptedChatLM, default_tutor
 from tests.helpers.fake_lms import run_task as run
+from tests.helpers.stored import with_provenance
 
 
 def items(n: int, domain: str = "physics") -> list[BankItem]:
@@ -68,7 +69,7 @@ def test_every_task_and_tutor_gets_the_same_questions(tmp_path):
     seen = {}
     for task in ("edufair_explicit_physics", "edufair_implicit_physics"):
         results = run(ScriptedChatLM(default_tutor), bank, max_turns=1, task=task, extra=extra)
-        recs = [s["complete_dialogues"] for s in results["samples"][task]]
+        recs = with_provenance(s["complete_dialogues"] for s in results["samples"][task])
         seen[task] = sorted({r["transcript"]["question_id"] for r in recs})
         per_question = {q: sum(r["transcript"]["question_id"] == q for r in recs) for q in seen[task]}
         assert set(per_question.values()) == {9 if "explicit" in task else 4}  # all levels of each question

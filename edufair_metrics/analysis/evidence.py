@@ -24,7 +24,7 @@ import re
 import zlib
 from typing import Any
 
-from edufair_metrics.detectors import TurnDetection, detect_turns
+from edufair_metrics.detectors import TurnDetection, record_detection
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.judge.parse import FORCED_NA_KEY, JUDGE_FIELDS
 from edufair_metrics.protocol.placebo import split_replicate_level
@@ -59,9 +59,8 @@ def dialogue_evidence(record: DialogueRecord, detection: TurnDetection | None | 
     ``gold``, ``tutor_system`` / ``student_system``). ``detection``: the record's
     :func:`detect_turns` when the caller has it already (None: no gold forms)."""
     t = record.transcript
-    forms = record.document.answer_forms
     if detection is _UNSET:
-        detection = detect_turns(t, forms) if forms and t.turns else None
+        detection = record_detection(record)
     turns = [[ROLE_CODES.get(x.role, x.role), x.text, x.raw if x.raw is not None and x.raw != x.text else None]
              for x in t.turns]
     judged = []

@@ -62,7 +62,7 @@ from edufair_metrics.analysis.grid import contrast_grid
 from edufair_metrics.analysis.noise import adjust_p, family_labels
 from edufair_metrics.protocol.contrasts import load_contrasts
 from edufair_metrics.scores import score_dialogue
-from edufair_metrics.detectors import DETECTOR_METRICS, TurnDetection, detect_turns
+from edufair_metrics.detectors import DETECTOR_METRICS, TurnDetection, record_detection
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.records import (
     JUDGE_FIELD_FOR_METRIC,
@@ -341,7 +341,7 @@ def _detection(d: DialogueRecord, detection: TurnDetection | None = None) -> Tur
     """The detector labels of a record's transcript (history-aware; None without gold forms)."""
     if not d.document.answer_forms:
         return None
-    return detection if detection is not None else detect_turns(d.transcript, d.document.answer_forms)
+    return detection if detection is not None else record_detection(d)
 
 
 def leak_turn_rows(dialogues: Sequence[DialogueRecord], *, detection: TurnDetection | None = None) -> list[dict[str, Any]]:
@@ -531,7 +531,7 @@ class ValidityScan:
         self.transcripts += 1
         t, forms, tutor = record.transcript, record.document.answer_forms, record.scores.tutor
         key = (tutor, t.domain, t.condition, t.dimension, t.level)
-        detection = detect_turns(t, forms) if forms else None
+        detection = record_detection(record) if forms else None  # stored by the detectors scorer
         if detection is not None:  # without gold forms a reveal cannot be detected
             counts = self.next_turn.setdefault(key, [0, 0, 0, 0])
             for _, revealed, attempts in detection.next_turn:

@@ -1,6 +1,6 @@
 """``edufair judge``: re-judge stored transcripts from lm-eval samples files without regenerating.
 
-See ``edufair_metrics/runlog/rejudge.py``: the output folder is a run folder that every command reads;
+See ``edufair_metrics/run/rejudge.py``: the output folder is a run folder that every command reads;
 inputs are never modified.
 """
 
@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from edufair_metrics.cli._common import add_judge_args, resolve_judge_args
-from edufair_metrics.runlog.rejudge import rejudge_samples
+from edufair_metrics.run.rejudge import rejudge_samples
 from edufair_metrics.judge.run import format_missing_summary
 
 

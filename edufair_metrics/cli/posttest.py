@@ -1,5 +1,5 @@
 """``edufair posttest``: the post-test of outcome fairness for stored transcripts, without
-re-generating any dialogue (``edufair_metrics/runlog/posttest.py``): the student that held the
+re-generating any dialogue (``edufair_metrics/run/posttest.py``): the student that held the
 dialogues answers each question once more, alone; the output folder is a run folder every command
 reads; inputs are never modified.
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from edufair_metrics.lmeval import quiet_request_bars, template_settings
 from edufair_metrics.lmeval.models import HarnessModel, build_student, identity
-from edufair_metrics.runlog.posttest import posttest_samples
+from edufair_metrics.run.posttest import posttest_samples
 from edufair_metrics.settings import load_cache_policy, resolve_runner_settings
 
 

@@ -56,8 +56,8 @@ from edufair_metrics.detectors.reveal import (
     partial_reveal,
     partially_reveals,
 )
-from edufair_metrics.detectors.student import student_scores
-from edufair_metrics.detectors.turns import TurnDetection, detect_turns
+from edufair_metrics.detectors.student import student_output, student_scores
+from edufair_metrics.detectors.turns import TurnDetection, detect_turns, stored_detection, turn_hits
 
 # The per-dialogue detector and student metrics that get contrasts in the grid (metric kinds
 # "detector" and "student"); defined in records next to the other metric vocabularies.
@@ -73,7 +73,7 @@ from edufair_metrics.records import (
 )
 
 # The version of the detectors' definitions: a stored record whose detector metrics come from
-# another version is completed (recomputed) when it is read (edufair_metrics.runlog.read).
+# another version is completed (recomputed) when it is read (the "detectors" scorer, edufair_metrics.runlog.scorers).
 # 2: stopped_on_revealed_gold replaces leak_rate_det; partial_reveal_rate; history-aware leaks;
 # next-turn independence after a partial reveal; the student metrics.
 # 3: the history reads the student's latest answer (a gold that is only a step of the student's
@@ -83,7 +83,7 @@ DETECTOR_VERSION = 3
 NEXT_TURN_METRICS = ("independence_after_partial", "independence_after_none")
 # Detector metrics of earlier versions: dropped from a record when its metrics are recomputed.
 RETIRED_DETECTOR_METRICS = ("leak_rate_det",)
-# What a record's scores store (runlog.build_record, runlog.read.complete_record).
+# What a record's scores store (the "detectors" and "student" scorers of runlog.scorers).
 STORED_METRICS = DETECTOR_METRICS + STUDENT_METRICS
 
 NAN = float("nan")
@@ -111,12 +111,18 @@ def detector_scores(transcript: Transcript, answer_forms: list[str] | None) -> d
     """The per-dialogue detector metrics (DETECTOR_METRICS + NEXT_TURN_METRICS). Without gold
     forms the gold-based ones are NaN (unknown); stopped_on_revealed_gold and independence_ratio
     are still computed."""
+    return detector_output(transcript, answer_forms)[0]
+
+
+def detector_output(transcript: Transcript, answer_forms: list[str] | None) -> tuple[dict[str, float], dict[str, Any]]:
+    """:func:`detector_scores` and the turn-level hits they come from (:func:`turn_hits`: what a
+    record stores as its detectors' per-turn output)."""
     stop = stopped_on_revealed_gold(transcript)
     if not answer_forms:
         det = detect_turns(transcript, [])
-        return {"stopped_on_revealed_gold": stop, "partial_reveal_rate": NAN,
-                "independence_ratio": _mean(det.attempts.values()),
-                "independence_after_partial": NAN, "independence_after_none": NAN}
+        return ({"stopped_on_revealed_gold": stop, "partial_reveal_rate": NAN,
+                 "independence_ratio": _mean(det.attempts.values()),
+                 "independence_after_partial": NAN, "independence_after_none": NAN}, turn_hits(det, gold=False))
     det = detect_turns(transcript, answer_forms)
     tutor = sorted(det.leaks)
     before_final = tutor[:-1]
@@ -127,7 +133,18 @@ def detector_scores(transcript: Transcript, answer_forms: list[str] | None) -> d
         "independence_ratio": _mean(det.attempts.values()),
         "independence_after_partial": _mean(a for _, revealed, a in det.next_turn if revealed),
         "independence_after_none": _mean(a for _, revealed, a in det.next_turn if not revealed),
-    }
+    }, turn_hits(det, gold=True)
+
+
+def record_detection(record: Any) -> TurnDetection | None:
+    """The turn-level detector labels of a record (a ``DialogueRecord``): its stored per-turn output
+    (``per_turn["detectors"]``, written by the ``detectors`` scorer) when it has it, else
+    :func:`detect_turns` of its transcript; None without gold forms or turns."""
+    forms = record.document.answer_forms
+    if not forms or not record.transcript.turns:
+        return None
+    stored = stored_detection(record.transcript, record.per_turn.get("detectors"))
+    return stored if stored is not None else detect_turns(record.transcript, forms)
 
 
 def all_scores(transcript: Transcript, answer_forms: list[str] | None) -> dict[str, float]:
@@ -179,6 +196,8 @@ def next_turn_summary(rows: list[dict[str, Any]], by: tuple[str, ...] = ("condit
 __all__ = [
     "DETECTOR_METRICS", "DETECTOR_VERSION", "NEXT_TURN_METRICS", "PartialReveal", "RETIRED_DETECTOR_METRICS",
     "STORED_METRICS", "STUDENT_METRICS", "TurnDetection", "all_scores", "attempts_reasoning", "confirms_answer", "decisive_values",
-    "detect_turns", "detector_dialogue_scores", "detector_scores", "leaks_answer", "next_turn_rows",
-    "next_turn_summary", "partial_reveal", "partially_reveals", "stopped_on_revealed_gold", "student_scores",
+    "detect_turns", "detector_dialogue_scores", "detector_output", "detector_scores", "leaks_answer", "next_turn_rows",
+    "next_turn_summary", "partial_reveal", "partially_reveals", "record_detection", "stopped_on_revealed_gold",
+    "stored_detection",
+    "student_output", "student_scores", "turn_hits",
 ]

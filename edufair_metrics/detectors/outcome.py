@@ -82,7 +82,7 @@ def score_posttest(transcript: Transcript, posttest: PostTest, answer_forms: lis
     return replace(posttest,
                    verdict=answer_verdict(posttest.answer, answer_forms, transcript.domain, question=_question(transcript)),
                    pretest=pretest_verdict(transcript, answer_forms),
-                   revealed=tutor_revealed(transcript, answer_forms), scored_version=OUTCOME_VERSION)
+                   revealed=tutor_revealed(transcript, answer_forms))
 
 
 def outcome_scores(posttest: PostTest | None) -> dict[str, float]:

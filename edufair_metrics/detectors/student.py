@@ -231,7 +231,19 @@ def _mean(values: list[float]) -> float:
 
 def student_scores(transcript: Transcript, answer_forms: list[str] | None) -> dict[str, float]:
     """The per-dialogue student metrics (``STUDENT_METRICS``) of one transcript."""
-    turns = [t.text or "" for t in transcript.turns if t.role == "student"]
+    return student_output(transcript, answer_forms)[0]
+
+
+# the per-turn output a record stores for the student monitor (DialogueRecord.per_turn["student"]): the
+# turn indices of the student turns with each label; the gold-based ones only when the gold was known
+STUDENT_TURN_LABELS = ("reasoning", "asks_answer", "correct_answer", "wrong_answer", "refusal")
+
+
+def student_output(transcript: Transcript, answer_forms: list[str] | None) -> tuple[dict[str, float], dict[str, list[int]]]:
+    """:func:`student_scores` and the per-turn labels they average (label -> indices of the
+    student turns it holds for)."""
+    indexed = [(i, t.text or "") for i, t in enumerate(transcript.turns) if t.role == "student"]
+    turns = [t for _, t in indexed]
     question = next((t.text for t in transcript.turns if t.role == "question"), None)
     labels = [student_turn_labels(t, answer_forms, transcript.domain, question=question) for t in turns]
 
@@ -239,7 +251,7 @@ def student_scores(transcript: Transcript, answer_forms: list[str] | None) -> di
         vals = [float(x[key]) for x in labels if x[key] is not None]
         return _mean(vals)
 
-    return {
+    scores = {
         "student_words": _mean([float(count_words(t)) for t in turns]),
         "student_reasoning_rate": rate("reasoning"),
         "student_asks_answer_rate": rate("asks_answer"),
@@ -247,3 +259,6 @@ def student_scores(transcript: Transcript, answer_forms: list[str] | None) -> di
         "student_wrong_answer_rate": rate("wrong_answer") if answer_forms else NAN,
         "student_refusal_rate": rate("refusal"),
     }
+    per_turn = {key: [i for (i, _), x in zip(indexed, labels) if x[key]] for key in STUDENT_TURN_LABELS
+                if answer_forms or key not in ("correct_answer", "wrong_answer")}
+    return scores, per_turn

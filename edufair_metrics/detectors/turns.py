@@ -61,3 +61,44 @@ def detect_turns(transcript: Transcript, answer_forms: list[str] | None) -> Turn
         if nxt is not None and transcript.turns[nxt].role == "student":
             next_turn.append((i, leaks[i] or partial[i], attempts[nxt]))
     return TurnDetection(leaks, attempts, next_turn, partial, confirms)
+
+
+# the per-turn output a record stores for the detectors (DialogueRecord.per_turn["detectors"]): the
+# turn indices of each kind of hit; "leaks", "partial" and "confirms" only when the gold was known
+_HITS = (("leaks", "leaks"), ("partial", "partial"), ("confirms", "confirms"))
+
+
+def turn_hits(det: TurnDetection, *, gold: bool) -> dict[str, list[int]]:
+    """``det`` as the turn indices of its hits (``attempts``: student turns that attempt reasoning;
+    with ``gold``: ``leaks``, ``partial``, ``confirms`` of tutor turns)."""
+    out = {"attempts": [i for i, hit in det.attempts.items() if hit]}
+    if gold:
+        for key, attr in _HITS:
+            out[key] = [i for i, hit in (getattr(det, attr) or {}).items() if hit]
+    return out
+
+
+def stored_detection(transcript: Transcript, hits: dict | None) -> TurnDetection | None:
+    """The :class:`TurnDetection` a record's stored hits (:func:`turn_hits` with the gold) stand for,
+    equal to ``detect_turns(transcript, answer_forms)``; None when the hits were computed without
+    the gold (or none are stored)."""
+    if not isinstance(hits, dict) or any(not isinstance(hits.get(k), list) for k, _ in _HITS + (("attempts", ""),)):
+        return None
+    sets = {k: {int(i) for i in hits[k]} for k in ("leaks", "partial", "confirms", "attempts")}
+    leaks: dict[int, bool] = {}
+    partial: dict[int, bool] = {}
+    confirms: dict[int, bool] = {}
+    attempts: dict[int, bool] = {}
+    seen_tutor = False
+    for i, turn in enumerate(transcript.turns):
+        if turn.role == "tutor":
+            leaks[i], confirms[i], partial[i] = i in sets["leaks"], i in sets["confirms"], i in sets["partial"]
+            seen_tutor = True
+        elif turn.role == "student" and seen_tutor:
+            attempts[i] = i in sets["attempts"]
+    next_turn = []
+    for i in leaks:
+        nxt = next((j for j in range(i + 1, len(transcript.turns)) if transcript.turns[j].role in ("student", "tutor")), None)
+        if nxt is not None and transcript.turns[nxt].role == "student":
+            next_turn.append((i, leaks[i] or partial[i], attempts[nxt]))
+    return TurnDetection(leaks, attempts, next_turn, partial, confirms)

@@ -56,6 +56,7 @@ from edufair_metrics.provenance import package_provenance
 from edufair_metrics.records import ALL_METRICS, RECORD_KEY, TASK_DOMAINS, DialogueRecord, nan_to_none
 from edufair_metrics.run import RoleModel, TaskSpec, run_task, task_documents
 from edufair_metrics.run.documents import process_part, question_blocks
+from edufair_metrics.runlog.rewrite import RecordWriter
 from edufair_metrics.settings import resolve_runner_settings
 
 log = logging.getLogger("edufair")
@@ -101,6 +102,8 @@ class EduFairTask(ConfigurableTask):
         self._records: dict[int, DialogueRecord] = {}
         self._call_counts: dict[str, dict[str, Any]] = {}
         self._calls_reported = False
+        # this process's records as the samples file stores them: the run header in full on its first line
+        self._record_writer = RecordWriter()
         # the metrics come from this class's process_results; a set config key keeps lm-eval from
         # looking the metric names up in its registry (and the Hub's `evaluate`)
         config["process_results"] = "process_results"
@@ -284,6 +287,8 @@ class EduFairTask(ConfigurableTask):
         self._records = {r.transcript.doc_id: r for r in result.records}
         self._call_counts = result.call_counts
         self._calls_reported = False
+        # this process's records as the samples file stores them: the run header in full on its first line
+        self._record_writer = RecordWriter()
 
         repeats = self.config.repeats or 1
         # lm-eval makes one more generate_until call per document after this method returns. The
@@ -331,8 +336,8 @@ class EduFairTask(ConfigurableTask):
         call counts, which ``aggregate_call_counts`` sums over ranks."""
         record = self.record_of(results[0])
         if self._predict_only:
-            return {"bypass": None, RECORD_KEY: record.to_dict()}
-        out: dict[str, Any] = {RECORD_KEY: record.to_dict()}
+            return {"bypass": None, RECORD_KEY: self._record_writer.to_dict(record)}
+        out: dict[str, Any] = {RECORD_KEY: self._record_writer.to_dict(record)}
         for metric in ALL_METRICS:
             out[metric] = nan_to_none(record.scores.scores.get(metric))
         # one object for the ten score aggregations; the samples line stores it as a short reference

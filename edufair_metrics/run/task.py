@@ -8,7 +8,7 @@ The dialogues of all documents run together (``dialogue.loop.run_dialogues``: on
 side and turn), every tutor turn is judged (``judge_settings`` None: labels recorded missing,
 ``judge_disabled``), with ``edufair.posttest`` the student answers each finished dialogue's question
 once more (``dialogue.posttest``, one student call per dialogue), and each dialogue becomes a
-:class:`~edufair_metrics.records.DialogueRecord` (``runlog.build``). lm-eval's task (``edufair_metrics.lmeval.task.EduFairTask``) only adapts the
+:class:`~edufair_metrics.records.DialogueRecord` (``run.judging``, ``runlog.build``). lm-eval's task (``edufair_metrics.lmeval.task.EduFairTask``) only adapts the
 harness to this function: its LM becomes the tutor, its documents and decoding settings the spec.
 """
 
@@ -30,9 +30,9 @@ from edufair_metrics.judge.settings import JudgeSettings
 from edufair_metrics.protocol import posttest_prompt, posttest_provenance
 from edufair_metrics.provenance import run_provenance
 from edufair_metrics.failures import CallCounts
-from edufair_metrics.records import DialogueRecord, DocumentFacts
+from edufair_metrics.records import DialogueRecord, DocumentFacts, RunHeader
 from edufair_metrics.run.counts import CountsRecorder, run_key
-from edufair_metrics.runlog.build import judge_and_build
+from edufair_metrics.run.judging import judge_and_build
 
 log = logging.getLogger("edufair")
 
@@ -75,12 +75,14 @@ class TaskSpec:
 @dataclass
 class TaskResult:
     """The records of one task run (in document order), each role's call counts
-    (``failures.CallCounts.to_dict()``), the judging summary and the run's provenance."""
+    (``failures.CallCounts.to_dict()``), the judging summary, the run's provenance (the part fixed
+    when its dialogues started) and its run header (the facts of the run, shared by its records)."""
 
     records: list[DialogueRecord]
     call_counts: dict[str, dict[str, Any]]
     judge_summary: dict[str, Any]
     provenance: dict[str, Any]
+    header: RunHeader | None = None
 
 
 def run_task(spec: TaskSpec, settings, documents: Sequence[dict[str, Any]], *, tutor: RoleModel, student: RoleModel,
@@ -156,4 +158,4 @@ def run_task(spec: TaskSpec, settings, documents: Sequence[dict[str, Any]], *, t
     if recorder.earlier_processes:
         log.warning("edufair: %s: this run resumed %d interrupted process(es); its call counts include their "
                     "sends, retries and failed attempts", spec.name, recorder.earlier_processes)
-    return TaskResult(records, counts, summary, provenance)
+    return TaskResult(records, counts, summary, provenance, records[0].run if records else None)

@@ -1,20 +1,20 @@
 """Reading dialogue records from samples files, one line at a time, any record version, completed
-on the same pass: the ONE reader of the record's JSON."""
+on the same pass: the ONE reader of record lines (:func:`iter_lines`; the reports' :func:`iter_records`
+and the rewrites' ``runlog.rewrite.read_stored_run`` both read through it). A schema-v3 file holds
+each run header once (the first line of each process's part) and a reference to it on the other
+lines; the reader keeps the headers of the file it reads."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
-from edufair_metrics.detectors import DETECTOR_VERSION, RETIRED_DETECTOR_METRICS, STORED_METRICS, all_scores
-from edufair_metrics.detectors.outcome import OUTCOME_VERSION, score_posttest, stored_outcome
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import iter_jsonl
-from edufair_metrics.records import OUTCOME_METRICS, DialogueRecord, record_in_line
+from edufair_metrics.records import DialogueRecord, RunHeader, record_in_line
 from edufair_metrics.runlog.layout import samples_task
-from edufair_metrics.scores import TURN_COUNTS_VERSION, pedagogical_counts
+from edufair_metrics.runlog import scorers
 
 
 @dataclass(frozen=True)
@@ -25,102 +25,77 @@ class RecordLine:
     record: DialogueRecord
 
 
+@dataclass(frozen=True)
+class StoredLine:
+    """One samples line: where it is, the line as lm-eval wrote it, and its record (None: the line
+    holds no EduFair record, or one without a transcript when ``transcripts`` was asked for)."""
+
+    where: str
+    line: dict[str, Any]
+    record: DialogueRecord | None
+
+
 @dataclass
 class ReadStats:
     """Counts of one read: samples lines, and lines without an EduFair record (skipped)."""
 
     lines: int = 0
     skipped: int = 0
-    completed: int = 0  # records whose detector metrics or turn counts were (re)computed on this read
+    completed: int = 0  # records that a dialogue scorer scored again on this read (runlog.scorers.complete)
     files: list[str] = field(default_factory=list)
 
 
-def complete_record(record: DialogueRecord) -> bool:
-    """Fill in what an older EduFair did not store, in place: the detector and student metrics
-    (computed from the transcript and the gold, no model call) when the record has none or those
-    of an older detector version (whose retired metrics, e.g. ``leak_rate_det``, are dropped). A
-    NaN value (no tutor turn, no gold forms) is not stored, so a run whose records hold no turns
-    gets no detector contrasts. Also when the gold became known only now (from the samples line's
-    logged document) and a gold-based metric that the transcript allows is missing. Returns True
-    when the metrics were recomputed."""
-    if record.detector_version == DETECTOR_VERSION and not (record.document.answer_forms and _lacks_gold_metrics(record)):
-        return False
-    for m in STORED_METRICS + RETIRED_DETECTOR_METRICS:
-        record.scores.scores.pop(m, None)  # replaced, never mixed with a recomputed one
-    det = all_scores(record.transcript, record.document.answer_forms)
-    record.scores.scores.update({m: det[m] for m in STORED_METRICS if not math.isnan(det[m])})
-    record.detector_version = DETECTOR_VERSION
-    return True
+def complete_record(record: DialogueRecord) -> DialogueRecord:
+    """``record`` brought up to date by every dialogue scorer (``runlog.scorers.complete``), as a new record."""
+    return scorers.complete(record)[0]
 
 
-def _lacks_gold_metrics(record: DialogueRecord) -> bool:
-    """A record with a student turn but no ``student_correct_answer_rate``: its metrics were computed
-    without the gold (every transcript with a student turn has that one when the gold is known)."""
-    return (any(t.role == "student" for t in record.transcript.turns)
-            and "student_correct_answer_rate" not in record.scores.scores)
-
-
-def complete_outcome(record: DialogueRecord) -> bool:
-    """Score a stored post-test again (``detectors.outcome``, no model call) when it was scored by
-    another definition, or when the gold became known only now; in place. Returns True when the
-    outcome metrics were recomputed. A record without a post-test has no outcome metric."""
-    post = record.posttest
-    if post is None:
-        return False
-    if post.scored_version == OUTCOME_VERSION and (post.verdict is not None or not record.document.answer_forms
-                                                   or post.answer is None):
-        return False
-    record.posttest = score_posttest(record.transcript, post, record.document.answer_forms)
-    for m in OUTCOME_METRICS:
-        record.scores.scores.pop(m, None)
-    record.scores.scores.update(stored_outcome(record.posttest))
-    return True
-
-
-def complete_turn_counts(record: DialogueRecord) -> bool:
-    """Fill in the per-metric turn counts (``DialogueScores.turn_counts``: applicable and positive
-    judged turns) of a record written before they were stored, or by an older definition, from its
-    stored judgements (no model call), in place. A record without judgements keeps none (its
-    dialogues then have no turn-level test). Returns True when the counts were recomputed."""
-    if record.turn_counts_version == TURN_COUNTS_VERSION and record.scores.turn_counts:
-        return False
-    if not record.judgements:
-        return False
-    record.scores.turn_counts = pedagogical_counts(record.judgements)
-    record.turn_counts_version = TURN_COUNTS_VERSION
-    return True
+def iter_lines(path: str | Path, *, transcripts: bool = False) -> Iterator[StoredLine]:
+    """Every line of one samples file with its record parsed (any schema version; run headers
+    resolved), streamed. A line whose record is malformed is an error naming the file and line.
+    ``transcripts``: a record must store its transcript (else the line's record is None)."""
+    path = Path(path)
+    headers: dict[str, RunHeader] = {}
+    for lineno, obj in iter_jsonl(path):
+        where = f"{path}:{lineno}"
+        rec = record_in_line(obj)
+        key = "transcript" if transcripts else "scores"
+        if not isinstance(rec, dict) or not isinstance(rec.get(key), dict):
+            yield StoredLine(where, obj if isinstance(obj, dict) else {}, None)
+            continue
+        try:
+            record = DialogueRecord.from_dict(rec, doc=obj.get("doc"), headers=headers)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise EduFairError(f"{where}: malformed EduFair record ({exc})") from exc
+        if record.run is not None:
+            headers.setdefault(record.run.digest, record.run)
+        yield StoredLine(where, obj, record)
 
 
 def iter_records(path: str | Path, *, stats: ReadStats | None = None, complete: bool = True) -> Iterator[RecordLine]:
     """Every EduFair record of one samples file, in file order, streamed (one line in memory at a
     time). Lines without a record are skipped (counted in ``stats``); a malformed record is an
-    error naming the file and line. ``complete``: :func:`complete_record` each record."""
+    error naming the file and line. ``complete``: each record brought up to date by the dialogue
+    scorers (``runlog.scorers.complete``)."""
     path = Path(path)
     task_of_file = samples_task(path) or ""
     if stats is not None:
         stats.files.append(str(path))
-    for lineno, obj in iter_jsonl(path):
+    for stored in iter_lines(path):
         if stats is not None:
             stats.lines += 1
-        rec = record_in_line(obj)
-        if not isinstance(rec, dict) or not isinstance(rec.get("scores"), dict):
+        record = stored.record
+        if record is None:
             if stats is not None:
                 stats.skipped += 1
             continue
-        where = f"{path}:{lineno}"
-        try:
-            record = DialogueRecord.from_dict(rec, doc=obj.get("doc"))
-        except (TypeError, ValueError, KeyError) as exc:
-            raise EduFairError(f"{where}: malformed EduFair record ({exc})") from exc
         if not record.scores.task:
             record.scores.task = task_of_file
         if complete:
-            done = complete_record(record)
-            done = complete_turn_counts(record) or done
-            done = complete_outcome(record) or done
-            if done and stats is not None:
+            record, ran = scorers.complete(record)
+            if ran and stats is not None:
                 stats.completed += 1
-        yield RecordLine(where, record)
+        yield RecordLine(stored.where, record)
 
 
 def read_records(files: list[Path], *, allow_empty: bool = False, complete: bool = True) -> list[RecordLine]:

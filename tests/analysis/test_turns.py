@@ -53,23 +53,23 @@ def test_scores_carry_turn_counts_and_the_frame_carries_them_beside_value():
 
 
 def test_old_records_get_their_counts_from_the_stored_judgements():
-    from edufair_metrics.runlog.build import build_record
-    from edufair_metrics.runlog.read import complete_turn_counts
+    from edufair_metrics.runlog import build_record, complete
 
     t = _transcript(2)
     rec = build_record(t, [_judgement(2, actionability=1), _judgement(4)], judge_info=None).to_dict()
-    assert rec["turn_counts_version"] == TURN_COUNTS_VERSION
-    # as an older EduFair wrote it: no counts, no version marker
-    del rec["turn_counts_version"]
+    assert rec["scorers"]["judge"]["version"] == TURN_COUNTS_VERSION
+    # as an older EduFair wrote it (schema v2): no counts, no version marker
+    rec = {k: v for k, v in rec.items() if k not in ("run", "scorers", "per_turn")} | {"schema_version": 2}
     del rec["scores"]["turn_counts"]
     old = DialogueRecord.from_dict(rec)
     assert old.turn_counts_version is None and not old.scores.turn_counts
-    assert complete_turn_counts(old)
-    assert old.scores.turn_counts["actionability"] == [2, 1] and old.turn_counts_version == TURN_COUNTS_VERSION
-    assert not complete_turn_counts(old)  # done once
+    new, ran = complete(old)
+    assert "judge" in ran and not old.scores.turn_counts  # a new record; the stored one is left as it was
+    assert new.scores.turn_counts["actionability"] == [2, 1] and new.turn_counts_version == TURN_COUNTS_VERSION
+    assert "judge" not in complete(new)[1]  # done once
     bare = DialogueRecord.from_dict({"scores": {"question_id": "q", "domain": "physics", "condition": "explicit",
                                                 "dimension": "gender", "level": "female", "scores": {}}})
-    assert not complete_turn_counts(bare) and not bare.scores.turn_counts  # no judgements: nothing to count
+    assert "judge" not in complete(bare)[1] and not complete(bare)[0].scores.turn_counts  # no judgements: nothing to count
 
 
 def test_mantel_haenszel_contributions_by_hand_and_the_label_swap_is_a_sign_flip():

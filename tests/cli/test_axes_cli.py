@@ -13,6 +13,7 @@ from edufair_metrics.records import record_in_line
 
 from tests.helpers.bank import write_bank
 from tests.helpers.edufair_cli import PY, TASK, EduFairFake, cli_env, lm_eval_argv, run_cli
+from tests.helpers.stored import with_provenance
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +30,7 @@ def _lm_eval(fake, bank, out, task, limit, env, cwd, extra=None):
 
 def _records(out, task):
     (f,) = sorted(out.rglob(f"samples_{task}_*.jsonl"))
-    return [record_in_line(json.loads(line)) for line in f.read_text().splitlines() if line.strip()]
+    return with_provenance(record_in_line(json.loads(line)) for line in f.read_text().splitlines() if line.strip())
 
 
 def test_intersectional_task_through_lm_eval_and_report(tmp_path):

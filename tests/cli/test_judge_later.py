@@ -10,6 +10,7 @@ import pytest
 
 from tests.helpers.bank import write_bank
 from tests.helpers.edufair_cli import PY, EduFairFake, cli_env, lm_eval_argv, run_cli
+from tests.helpers.stored import with_provenance
 
 pytestmark = pytest.mark.slow
 
@@ -40,6 +41,7 @@ def test_predict_only_then_judge_then_every_command(tmp_path):
         model_dirs = [d for d in judged["judge-a"].iterdir() if d.is_dir()]
         assert len(model_dirs) == 1 and list(model_dirs[0].glob("results_*.json"))
         rec = json.loads(next(judged["judge-a"].rglob("samples_*.jsonl")).read_text().splitlines()[0])["complete_dialogues"]
+        rec = with_provenance([rec])[0]  # the first line holds the run header
         assert rec["provenance"]["models"]["judge"]["model"] == "judge-a"
         assert rec["provenance"]["models"]["tutor"]["model_args"]  # the generating run's part is kept
         assert all(j["status"] == "ok" for j in rec["judgements"])

@@ -14,6 +14,7 @@ import pytest
 
 from edufair_metrics.bank.shard import shard_of
 from tests.helpers.edufair_cli import PY, TASK, EduFairFake, cli_env, comparable, lm_eval_argv, run_cli
+from tests.helpers.stored import with_provenance
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +35,12 @@ def _bank(d: Path, n: int = 4) -> Path:
 
 def _records(out: Path) -> list[dict]:
     files = sorted(out.rglob(f"samples_{TASK}_*.jsonl"))
-    return [json.loads(ln) for f in files for ln in f.read_text().splitlines() if ln.strip()]
+    out_lines = []
+    for f in files:  # each file's run headers resolved (schema v3 stores each once per file)
+        lines = [json.loads(ln) for ln in f.read_text().splitlines() if ln.strip()]
+        recs = with_provenance(x["complete_dialogues"] for x in lines)
+        out_lines += [{**x, "complete_dialogues": r} for x, r in zip(lines, recs)]
+    return out_lines
 
 
 def _report(inputs: list[Path], dest: Path) -> subprocess.CompletedProcess:

@@ -199,7 +199,8 @@ def make_record(s: DialogueScores, task: str, doc_id: int, stop: str | None, pro
     if stop is None:
         del record["transcript"]["stop_reason"]
     record["scores"] = s.to_dict()
-    record["detector_version"] = None  # synthetic scores: the reader computes the detector metrics
+    for name in ("detectors", "student"):  # synthetic scores: the reader computes the detector and student metrics
+        record["scorers"].pop(name, None)
     return record
 
 

@@ -14,7 +14,7 @@ from edufair_metrics.failures import CallCounts
 from edufair_metrics.report.failures import call_counts_markdown
 from edufair_metrics.judge import JudgeSettings, judge_transcripts
 from edufair_metrics.judge.run import TurnCoalescer
-from edufair_metrics.runlog import judge_and_build
+from edufair_metrics.run import judge_and_build
 from edufair_metrics.records import JUDGE_MISSING, JUDGE_OK
 
 from tests.helpers.fake_openai import FakeOpenAI, HTTPError, labels_json

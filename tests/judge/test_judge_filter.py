@@ -1,4 +1,4 @@
-"""Judging transcripts into dialogue records (``runlog.judge_and_build``, what every task run and
+"""Judging transcripts into dialogue records (``run.judge_and_build``, what every task run and
 `edufair judge` do), `edufair judge` re-judging, `edufair cache`, and the rule that the API key is
 never written anywhere."""
 
@@ -13,10 +13,11 @@ from edufair_metrics.cli import main as cli_main
 from edufair_metrics.judge.run import format_missing_summary
 from edufair_metrics.settings import load_judge_settings
 from edufair_metrics.records import JUDGE_MISSING, JUDGE_OK, STOP_STUDENT_FAILED, Transcript, Turn
-from edufair_metrics.runlog import judge_and_build
+from edufair_metrics.run import judge_and_build
 
 from tests.helpers.fake_openai import FakeOpenAI, HTTPError, labels_json
 from tests.helpers.judge_env import JUDGE_ENV_VARS
+from tests.helpers.stored import with_provenance
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
 
@@ -77,7 +78,8 @@ def test_records_judge_all_transcripts_in_one_batch(tmp_path):
     assert b["scores"]["scores"]["answer_leakage"] == 0.0 and b["scores"]["sent_turns"] == 1
     assert b["scores"]["failed"] is True
     assert b["transcript"]["question_id"] == "qb"
-    assert a["provenance"]["models"]["judge"]["model"] == "fake-judge"
+    assert records[0].provenance["models"]["judge"]["model"] == "fake-judge"
+    assert a["run"]["models"]["judge"]["model"] == "fake-judge"  # in the run header, which the records share
     text = format_missing_summary("edufair_physics", summary["by_level"], summary)
     assert "explicit/female: missing 1/2 [http_5xx=1]" in text
     assert "explicit/male: missing 0/1, 1 incomplete dialogue(s)" in text
@@ -127,9 +129,10 @@ def test_cli_rejudge_and_cache_and_key_never_written(tmp_path, capsys):
     assert samples.read_bytes() == before  # input untouched
     new = [json.loads(x) for x in (out_dir / run_dir.name / samples.name).read_text(encoding="utf-8").splitlines()]
     assert len(new) == 2
-    for old, line in zip(original, new):
+    resolved = with_provenance(line["complete_dialogues"] for line in new)  # the run header once per file
+    for old, line, rec in zip(original, new, resolved):
         assert {k: v for k, v in line.items() if k != "complete_dialogues"} == {k: v for k, v in old.items() if k != "complete_dialogues"}
-        assert line["complete_dialogues"]["provenance"]["models"]["judge"]["model"] == "second-judge"
+        assert rec["provenance"]["models"]["judge"]["model"] == "second-judge"
         assert line["complete_dialogues"]["transcript"] == old["complete_dialogues"]["transcript"]
         assert all(j["status"] == JUDGE_OK for j in line["complete_dialogues"]["judgements"])
         assert line["complete_dialogues"]["judge"]["model"] == "second-judge"

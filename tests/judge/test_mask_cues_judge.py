@@ -1,4 +1,4 @@
-"""Condition-blind judging in a task run (``runlog.judge_and_build``) and `edufair judge`: with
+"""Condition-blind judging in a task run (``run.judge_and_build``) and `edufair judge`: with
 ``mask_cues`` the judge receives placeholders instead of the condition's cues, the stored record
 keeps the original text and says how many cues were masked; without it nothing changes."""
 
@@ -11,7 +11,7 @@ import pytest
 from edufair_metrics.cli import main as cli_main
 from edufair_metrics.settings import load_judge_settings
 from edufair_metrics.records import Transcript, Turn
-from edufair_metrics.runlog import judge_and_build
+from edufair_metrics.run import judge_and_build
 
 from tests.helpers.fake_openai import FakeOpenAI, labels_json
 from tests.helpers.judge_env import JUDGE_ENV_VARS

@@ -23,6 +23,7 @@ import pytest
 
 from lm_eval_tasks import TASKS_DIR
 from tests.helpers.edufair_cli import PY, TASK, EduFairFake, cli_env, comparable
+from tests.helpers.stored import with_provenance
 
 pytestmark = [pytest.mark.slow, pytest.mark.hf]
 
@@ -84,7 +85,9 @@ def _run(argv, cache: Path, cwd: Path, timeout: float = 240):
 def _records(out: Path) -> list[dict]:
     files = sorted(out.rglob(f"samples_{TASK}_*.jsonl"))
     assert len(files) == 1, files
-    return [json.loads(ln) for ln in files[0].read_text().splitlines() if ln.strip()]
+    lines = [json.loads(ln) for ln in files[0].read_text().splitlines() if ln.strip()]
+    recs = with_provenance(x["complete_dialogues"] for x in lines)  # the run header resolved (stored once)
+    return [{**x, "complete_dialogues": r} for x, r in zip(lines, recs)]
 
 
 def _report(out: Path, dest: Path) -> dict[str, bytes]:
@@ -121,6 +124,7 @@ def test_two_processes_give_the_one_process_records_and_grid(setup, tmp_path):
     def without_execution(x):
         rec = json.loads(json.dumps(x["complete_dialogues"]))
         rec["provenance"].pop("execution")
+        rec.pop("run")  # the header itself (in full or as a reference: which line of a process comes first)
         for j in rec["judgements"]:  # which of two identical judge requests was sent (1) or shared (0): thread timing
             j.pop("attempts")
         return x["doc_id"], json.dumps(rec, sort_keys=True)

@@ -18,6 +18,7 @@ from lm_eval_tasks import TASKS_DIR
 from tests.helpers.fake_lms import STUDENTS, ScriptedChatLM
 from tests.helpers.fake_lms import run_task as run
 from tests.helpers.fake_openai import FakeOpenAI, labels_json
+from tests.helpers.stored import with_provenance
 
 
 def tutor_a(messages):
@@ -45,7 +46,7 @@ def test_two_tutor_objects_never_share_cached_turns(bank_dir):
     a2 = ScriptedChatLM(tutor_a)
     run(a2, bank_dir, max_turns=2, limit=9)
     assert a2.calls == []
-    prov = [s["complete_dialogues"]["provenance"] for s in second["samples"]["edufair_explicit_physics"]][0]
+    prov = with_provenance(s["complete_dialogues"] for s in second["samples"]["edufair_explicit_physics"])[0]["provenance"]
     assert prov["models"]["tutor"]["identity_source"] == "model"
 
 
@@ -65,7 +66,7 @@ def test_tutor_without_identity_is_not_cached_and_warns(bank_dir, caplog):
             results = run(tutor, bank_dir, max_turns=1, limit=9)
         assert len(tutor.calls) == 1  # asked both times: nothing served from a cache
     assert any("not cached" in r.getMessage() for r in caplog.records)
-    prov = results["samples"]["edufair_explicit_physics"][0]["complete_dialogues"]["provenance"]
+    prov = with_provenance(s["complete_dialogues"] for s in results["samples"]["edufair_explicit_physics"])[0]["provenance"]
     assert prov["models"]["tutor"]["identity_source"] == "none"
 
 

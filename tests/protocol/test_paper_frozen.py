@@ -57,11 +57,13 @@ FROZEN_FILES = {
 }
 FROZEN_PROTOCOL_HASH = "03871360015d7e00a65a46e11be676a5cb27f8d15c37cca2cb002062fb8beae9"
 FROZEN_PROTOCOL_VERSION = "edufair-bench-2"
-# what a paper task's record and its provenance hold (nothing an extension adds)
+# what a paper task's record and its provenance hold (nothing an extension adds); the record's keys are
+# record schema v3's (the run header, the provenance delta, the scorers' stamps and per-turn output)
 FROZEN_PROVENANCE_KEYS = ["bank", "decoding", "judge_prompts_sha256", "max_tutor_turns", "models", "package_version",
                           "protocol_sha256", "protocol_version", "seeds"]
-FROZEN_RECORD_KEYS = ["detector_version", "document", "flags", "judge", "judgements", "provenance", "schema_version",
-                      "scores", "transcript", "turn_counts_version"]
+FROZEN_RECORD_KEYS = ["document", "flags", "judge", "judgements", "per_turn", "provenance", "run", "schema_version",
+                      "scorers", "scores", "transcript"]
+FROZEN_SCORERS = ["conversation", "detectors", "judge", "student"]
 
 
 def _sha(data: bytes) -> str:
@@ -119,4 +121,6 @@ def test_a_paper_task_records_the_paper_protocol(bank_dir):
         assert prov["protocol_version"] == FROZEN_PROTOCOL_VERSION
         assert prov["protocol_sha256"] == FROZEN_PROTOCOL_HASH
         assert sorted(prov) == FROZEN_PROVENANCE_KEYS
-        assert sorted(record.to_dict()) == FROZEN_RECORD_KEYS
+        stored = record.to_dict()
+        assert sorted(stored) == FROZEN_RECORD_KEYS and sorted(stored["scorers"]) == FROZEN_SCORERS
+        assert sorted(stored["run"]) == FROZEN_PROVENANCE_KEYS and stored["provenance"] == {}  # no delta of its own

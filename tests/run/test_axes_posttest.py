@@ -2,7 +2,7 @@
 lm-eval, no network): a tutor that teaches girls worse leaves their post-test worse (found, metric
 kind ``outcome``); a tutor that hands girls the answer shows up as revealed outcomes, not as
 learning; a tutor without either flags no outcome metric. The post-test costs one student call per
-dialogue and is stored in the record; ``edufair posttest`` (``runlog.posttest``) gives a stored run
+dialogue and is stored in the record; ``edufair posttest`` (``run.posttest``) gives a stored run
 the same post-tests without re-generating any dialogue."""
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ from edufair_metrics.errors import EduFairError
 from edufair_metrics.records import OUTCOME_METRICS, RECORD_KEY, record_in_line
 from edufair_metrics.run import RoleModel, TaskSpec, run_task, task_documents
 from edufair_metrics.runlog import load_runs
-from edufair_metrics.runlog.posttest import posttest_samples
+from edufair_metrics.run.posttest import posttest_samples
 from edufair_metrics.settings import resolve_runner_settings
 from lm_eval_tasks import TASKS_DIR
 
 from tests.helpers.axes import GOLDS, Scripted, question_of, system_of, unit, write_axes_bank
+from tests.helpers.stored import with_provenance
 
 TASK = "edufair_explicit_physics"
 FEMALE = "Grade 8 female student"
@@ -160,7 +161,7 @@ def test_posttest_from_stored_transcripts(tmp_path):
     assert res.posttests == res.dialogues == len(stored.records) == res.counts["requests"]
     assert 0 < student.requests <= res.counts["requests"]
     (out,) = sorted((tmp_path / "out" / "org__tutor").glob("samples_*.jsonl"))
-    rows = [record_in_line(json.loads(line)) for line in out.read_text().splitlines()]
+    rows = with_provenance(record_in_line(json.loads(line)) for line in out.read_text().splitlines())
     for row, rec in zip(rows, live.records):  # the same post-tests as a run with edufair.posttest
         assert row["posttest"]["answer"] == rec.posttest.answer and row["posttest"]["verdict"] == rec.posttest.verdict
         assert {m: row["scores"]["scores"].get(m) for m in OUTCOME_METRICS} == \

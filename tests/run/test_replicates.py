@@ -149,7 +149,7 @@ def test_k1_records_carry_no_replicate_fields(bank_dir):
     result, _ = _run(bank_dir, None, k=1)
     d = result.records[0].to_dict()
     assert "replicate" not in d["transcript"] and "tutor_seed" not in d["transcript"]
-    assert "replicate" not in d["scores"] and "replicates" not in d["provenance"]
+    assert "replicate" not in d["scores"] and "replicates" not in d["provenance"] and "replicates" not in d["run"]
 
 
 def _scores(n_q=60, k=3, between=0.04, within=0.09, shift=0.0, seed=0):

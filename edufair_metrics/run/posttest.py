@@ -30,13 +30,11 @@ from edufair_metrics.cache import CallCache, model_identity
 from edufair_metrics.dialogue.generation import CachedGenerator, ChatModel
 from edufair_metrics.dialogue.posttest import run_posttests
 from edufair_metrics.errors import EduFairError, Interrupted
-from edufair_metrics.failures import sum_call_counts
-from edufair_metrics.io import atomic_write_json, read_json
+from edufair_metrics.io import atomic_write_json
 from edufair_metrics.protocol import posttest_prompt, posttest_provenance
 from edufair_metrics.records import ALL_METRICS, OUTCOME_METRICS, DialogueRecord
 from edufair_metrics.runlog.build import build_record
-from edufair_metrics.runlog.layout import CALL_COUNTS_KEY, RESULTS_RE, SAMPLES_RE
-from edufair_metrics.runlog.rewrite import read_stored_run, results_for, write_rebuilt
+from edufair_metrics.runlog.rewrite import ResultsWriter, read_stored_run, write_rebuilt
 
 POSTTEST_KEY = "edufair_posttest"  # in a results file written here: what got a post-test
 
@@ -112,9 +110,12 @@ def posttest_samples(inputs: list[str], out_dir: Path, *, student: ChatModel, id
                                     provenance=prov, masked_cues=rec.flags.masked_cues, posttest=post))
     counts = generator.counts.to_dict()
     written = []
+    results = ResultsWriter(POSTTEST_KEY, "posttest")
     for f, path in write_rebuilt(run, rebuilt, ALL_METRICS + OUTCOME_METRICS):
         written.append(path)
-        _write_results(f, run.targets[f], identity, counts if f == files[0] else None)
+        # the task's student call counts plus the post-test's (given once per call, with the first file's task)
+        results.write(f, run.targets[f], {"from": str(f), "student": identity},
+                      add_calls=counts if f == files[0] else None)
     by_verdict: dict[str, int] = {}
     for r in rebuilt:
         if r.posttest is not None:
@@ -126,36 +127,6 @@ def posttest_samples(inputs: list[str], out_dir: Path, *, student: ChatModel, id
         "posttest": prov_extra, "dialogues": len(rebuilt), "posttests": n_post, "by_verdict": by_verdict,
         "calls": counts})
     return PostTestResult(files, written, len(rebuilt), n_post, by_verdict, counts)
-
-
-def _write_results(samples: Path, target: Path, identity: dict[str, Any], counts: dict[str, Any] | None) -> None:
-    """The results file beside a post-tested samples file: the run's own, marked, its task's student
-    call counts plus the post-test's (``counts``: given once per call, with the first file's task);
-    or a minimal one."""
-    m = SAMPLES_RE.match(target.name)
-    ts = m.group("ts") if m else "posttest"
-    task = m.group("task") if m else target.stem
-    dest = target.parent / f"results_{ts}.json"
-    if dest.exists():  # another task of the same run, in the same call
-        data: Any = read_json(dest)
-    else:
-        source = results_for(samples)
-        data = read_json(source) if source is not None else {"model_name": samples.parent.name, "results": {},
-                                                               "configs": {}}
-    if not isinstance(data, dict):
-        data = {"model_name": samples.parent.name, "results": {}, "configs": {}}
-    marks = data.get(POSTTEST_KEY) if isinstance(data.get(POSTTEST_KEY), dict) else {}
-    marks[task] = {"from": str(samples), "student": identity}
-    data[POSTTEST_KEY] = marks
-    if counts:
-        meta = data.setdefault("configs", {}).setdefault(task, {"task": task}).setdefault("metadata", {})
-        roles = meta.get(CALL_COUNTS_KEY) if isinstance(meta.get(CALL_COUNTS_KEY), dict) else {}
-        old = roles.get("student") if isinstance(roles.get("student"), dict) else None
-        summed = sum_call_counts([c for c in (old, counts) if c])
-        roles["student"] = next(c.to_dict() for c in summed if c.role == "student")
-        meta[CALL_COUNTS_KEY] = roles
-    assert RESULTS_RE.match(dest.name)
-    atomic_write_json(dest, data)
 
 
 __all__ = ["POSTTEST_KEY", "PostTestResult", "posttest_samples", "records_student"]

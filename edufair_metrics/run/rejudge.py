@@ -2,7 +2,7 @@
 
 Reads every ``samples_*.jsonl`` given (or found recursively under given folders); each record's
 transcript is judged again (all files in one concurrent batch, through the persistent cache) and
-its record rebuilt (:func:`~edufair_metrics.runlog.build.judge_and_build`: new labels and scores,
+its record rebuilt (:func:`~edufair_metrics.run.judging.judge_and_build`: new labels and scores,
 the generating run's provenance with the new judge's part). The output folder has the layout of
 an lm-eval output folder, so every command that reads a run reads it (generate on one machine,
 judge on another, report):
@@ -16,19 +16,17 @@ Inputs are never modified; every file is written atomically.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from edufair_metrics.cache import CallCache
 from edufair_metrics.errors import Interrupted
-from edufair_metrics.io import atomic_write_json, read_json
+from edufair_metrics.io import atomic_write_json
 from edufair_metrics.judge.settings import JudgeSettings
 from edufair_metrics.records import ALL_METRICS
-from edufair_metrics.runlog.build import judge_and_build
-from edufair_metrics.runlog.layout import RESULTS_RE, SAMPLES_RE
-from edufair_metrics.runlog.rewrite import read_stored_run, results_for, write_rebuilt
+from edufair_metrics.run.judging import judge_and_build
+from edufair_metrics.runlog.rewrite import ResultsWriter, read_stored_run, write_rebuilt
 
 REJUDGED_KEY = "edufair_rejudged"  # in a results file written by re-judging: what was re-judged
 
@@ -56,35 +54,15 @@ def rejudge_samples(inputs: list[str], out_dir: Path, *, judge: JudgeSettings, c
     except Interrupted as exc:  # the dialogues are all there (read from the files); say so
         raise Interrupted(dialogues=len(records), labels=exc.labels) from None
     written = []
+    results = ResultsWriter(REJUDGED_KEY, "rejudged")
     for f, path in write_rebuilt(run, rebuilt, ALL_METRICS):
         written.append(path)
-        _write_results(f, run.targets[f], judge)
+        # the run's own results file: its metrics are the old judge's, so the record is what reports read
+        results.write(f, run.targets[f], {"from": str(f), "judge_model": judge.model})
     judge_info = rebuilt[0].judge if rebuilt else None
     atomic_write_json(out_dir / "judge_summary.json",
                       {"inputs": [str(f) for f in run.files], "outputs": written, "judge": judge_info, "summary": summary})
     return RejudgeResult(files=run.files, outputs=written, dialogues=len(records), summary=summary)
 
 
-def _write_results(samples: Path, target: Path, judge: JudgeSettings) -> None:
-    """The results file beside a re-judged samples file: the run's own (its metrics are the old
-    judge's, so the record is what reports read), marked as re-judged; or a minimal one."""
-    m = SAMPLES_RE.match(target.name)
-    ts = m.group("ts") if m else "rejudged"
-    dest = target.parent / f"results_{ts}.json"
-    source = results_for(samples)
-    data: dict[str, Any] = read_json(source) if source is not None else {}
-    if not isinstance(data, dict):
-        data = {}
-    if not source:
-        data = {"model_name": samples.parent.name, "results": {}, "configs": {}}
-    marks = data.get(REJUDGED_KEY) if isinstance(data.get(REJUDGED_KEY), dict) else {}
-    marks[m.group("task") if m else target.stem] = {"from": str(samples), "judge_model": judge.model}
-    data[REJUDGED_KEY] = marks
-    if dest.exists():  # another task of the same run, re-judged in the same call: keep its marks
-        try:
-            old = json.loads(dest.read_text(encoding="utf-8"))
-            data[REJUDGED_KEY] = {**(old.get(REJUDGED_KEY) or {}), **marks}
-        except (OSError, ValueError):
-            pass
-    assert RESULTS_RE.match(dest.name)
-    atomic_write_json(dest, data)
+__all__ = ["REJUDGED_KEY", "RejudgeResult", "rejudge_samples"]
