@@ -68,7 +68,9 @@ def run_once(url: str, work: Path, bank: Path, concurrency: int, turns: int, spy
     figures = run_dir / "probe.json"
     argv = [PY, str(PROBE), str(figures), *lm_eval_argv(url, run_dir / "out", bank, concurrency, turns)]
     if spy is not None:
-        argv = ["py-spy", "record", "--threads", "--format", "raw", "--rate", "200",
+        # --gil: only the thread holding the GIL is sampled, i.e. where the process's one core of
+        # Python goes (without it, threads blocked in C calls -- SQLite's lock, sockets -- count too)
+        argv = ["py-spy", "record", "--threads", "--gil", "--format", "raw", "--rate", "200",
                 "--output", str(spy), "--", *argv]
     env = {**cli_env(run_dir / "cache"), "TQDM_DISABLE": "1"}
     r = subprocess.run(argv, env=env, cwd=run_dir, capture_output=True, text=True)
