@@ -151,7 +151,8 @@ def test_session_key_routing_keeps_each_question_on_its_replica(work, bank, one_
     assert records(lines) == records(one_server)
 
 
-def test_killed_replica_loses_no_dialogue(work, bank, one_server):
+@pytest.mark.parametrize("policy", ["consistent_hash", "sticky_least_loaded"])
+def test_killed_replica_loses_no_dialogue(work, bank, one_server, policy):
     victim = "r1"
     killed_after: dict[str, int] = {}
 
@@ -166,7 +167,7 @@ def test_killed_replica_loses_no_dialogue(work, bank, one_server):
                 return
             time.sleep(0.05)
 
-    lines, served, _ = through_router(work, bank, "killed", "consistent_hash", during=kill_mid_run)
+    lines, served, _ = through_router(work, bank, f"killed-{policy}", policy, during=kill_mid_run)
     assert killed_after, "the run ended before the replica was killed"
     # the victim served part of the run, then its questions moved to the other replicas
     victims_keys = {s["session"] for s in served if s["replica"] == victim and s["session"]}
