@@ -83,7 +83,7 @@ def serve(reply: Reply, port_out, latency_s: float = 0.0, concurrency: int = 1 <
                 return web.json_response({"error": {"message": text}}, status=status)
             return web.json_response(completion(text, body.get("model"), usage))
 
-        async def tokenize(request: web.Request) -> web.Response:
+        async def tokenize_chat(request: web.Request) -> web.Response:
             body = await request.json()
             if "messages" in body:
                 tokens = chat_tokens(body["messages"], body.get("add_generation_prompt", True))
@@ -92,15 +92,15 @@ def serve(reply: Reply, port_out, latency_s: float = 0.0, concurrency: int = 1 <
             return web.json_response({"count": len(tokens), "max_model_len": 1 << 20, "tokens": tokens,
                                       "token_strs": None})
 
-        async def render(request: web.Request) -> web.Response:
+        async def render_chat(request: web.Request) -> web.Response:
             body = await request.json()
             return web.json_response({"token_ids": chat_tokens(body.get("messages") or [])})
 
         app = web.Application(client_max_size=client_max_size)
         app.router.add_post("/v1/chat/completions", chat)
         if tokenize:
-            app.router.add_post("/tokenize", tokenize)
-            app.router.add_post("/v1/chat/completions/render", render)
+            app.router.add_post("/tokenize", tokenize_chat)
+            app.router.add_post("/v1/chat/completions/render", render_chat)
         async def health(_request: web.Request) -> web.Response:
             return web.Response(text="ok")
 
