@@ -20,6 +20,7 @@ Throughput against the number of replicas is measured by ``bench_router_scaling.
 
 from __future__ import annotations
 
+import collections
 import json
 import subprocess
 import threading
@@ -148,6 +149,9 @@ def test_session_key_routing_keeps_each_question_on_its_replica(work, bank, one_
         replicas_of_key.setdefault(s["session"], set()).add(s["replica"])
     assert len(replicas_of_key) == QUESTIONS and all(len(r) == 1 for r in replicas_of_key.values())
     assert len({s["replica"] for s in served}) >= 2
+    if policy == "sticky_least_loaded":  # a new key goes to the replica holding the fewest keys
+        keys_per_replica = collections.Counter(next(iter(r)) for r in replicas_of_key.values())
+        assert sorted(keys_per_replica.values()) == [QUESTIONS // 3] * 3, keys_per_replica
     assert records(lines) == records(one_server)
 
 
