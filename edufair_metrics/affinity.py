@@ -1,6 +1,7 @@
 """The routing key EduFair sends with every request of a dialogue, so that a router in front of
 several replicas of one model keeps the dialogue on one replica, the one whose prefix cache holds
-its earlier turns (vllm-router's ``consistent_hash`` policy routes by the ``X-Session-ID`` header).
+its earlier turns (vllm-router's ``sticky_least_loaded`` and ``consistent_hash`` policies route by
+the ``X-Session-ID`` header; README, Scaling).
 
 One key per question (its domain and id), shared by every dialogue of the question: all its
 levels and replicates, and the tutor's, the student's and the judge's requests. Requests of
@@ -17,7 +18,7 @@ import hashlib
 import json
 from typing import Any, Mapping
 
-# vllm-router's first choice of routing key (its consistent_hash policy); other routers and plain
+# vllm-router's first choice of routing key (its session policies); other routers and plain
 # OpenAI-compatible servers ignore an unknown header.
 SESSION_HEADER = "X-Session-ID"
 

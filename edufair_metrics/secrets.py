@@ -55,9 +55,13 @@ def walk_keys(obj: Any) -> Iterator[str]:
 def known_secrets() -> list[str]:
     """API keys present in the environment (never written anywhere by this package)."""
     out = []
-    for name, value in os.environ.items():
-        if value and len(value) >= 8 and value != "EMPTY" and is_secret_name(name) and name.upper().endswith("KEY"):
-            out.append(value)
+    # asked on every cache write: names first (os.environ decodes what it is asked for), the value
+    # only of a key-like name
+    for name in os.environ:
+        if is_secret_name(name) and name.upper().endswith("KEY"):
+            value = os.environ.get(name)
+            if value and len(value) >= 8 and value != "EMPTY":
+                out.append(value)
     return out
 
 

@@ -11,8 +11,10 @@ same), the judge EduFair's openai client (``judge.concurrency`` = the level). A 
 per run, so every request reaches the fake. CPU per role is measured on the threads that make the
 calls (``_ceiling_probe.py``); ``loop`` and ``records`` are the rest of the dialogue and judging
 phases, per request of the phase. ``req/s`` is the role's HTTP requests over its phase's wall time
-(tutor and student share the dialogue phase and run at the same time). ``all-in`` is the whole
-process (start-up and writing the samples included) over every request.
+(tutor and student share the dialogue phase and run at the same time). ``phases`` is the two
+phases' CPU over every request: the steady state, which sets the ceiling of a long run.
+``all-in`` is the whole process (start-up, the end-of-run statistics and writing the samples
+included) over every request.
 
     nice -n 10 python tests/scale/bench_client_ceiling.py [--questions 40] [--turns 5] \
         [--concurrency 16 64 256] [--repeats 1] [--profile DIR]
@@ -68,7 +70,9 @@ def run_once(url: str, work: Path, bank: Path, concurrency: int, turns: int, spy
     figures = run_dir / "probe.json"
     argv = [PY, str(PROBE), str(figures), *lm_eval_argv(url, run_dir / "out", bank, concurrency, turns)]
     if spy is not None:
-        argv = ["py-spy", "record", "--threads", "--format", "raw", "--rate", "200",
+        # --gil: only the thread holding the GIL is sampled, i.e. where the process's one core of
+        # Python goes (without it, threads blocked in C calls -- SQLite's lock, sockets -- count too)
+        argv = ["py-spy", "record", "--threads", "--gil", "--format", "raw", "--rate", "200",
                 "--output", str(spy), "--", *argv]
     env = {**cli_env(run_dir / "cache"), "TQDM_DISABLE": "1"}
     r = subprocess.run(argv, env=env, cwd=run_dir, capture_output=True, text=True)
@@ -91,6 +95,9 @@ def per_request(fig: dict) -> dict[str, tuple[int, float, float]]:
     n_j = rows["judge"][0]
     rows["records"] = (n_j, n_j / max(jud["wall_s"], 1e-9), 1000 * (jud["cpu_s"] - fig["judge"]["cpu_s"]) / max(n_j, 1))
     n_all = n_dia + n_j
+    # the steady state: both phases' CPU over every request (no start-up, no end-of-run statistics)
+    rows["phases"] = (n_all, n_all / max(dia["wall_s"] + jud["wall_s"], 1e-9),
+                      1000 * (dia["cpu_s"] + jud["cpu_s"]) / max(n_all, 1))
     rows["all-in"] = (n_all, n_all / max(fig["wall_s"], 1e-9), 1000 * fig["process_cpu_s"] / max(n_all, 1))
     return rows
 

@@ -103,6 +103,9 @@ class _Mention:
     weak: bool  # needs an answer frame (small numbers in prose)
 
 
+# cached: the detectors and the stop rule ask about the same turn many times (about 20 calls per
+# dialogue), and NFKC over a whole turn is one of their larger costs
+@functools.lru_cache(maxsize=1 << 16)
 def _prepare(text: str) -> str:
     # NFKC (full-width digits, ligatures) and same-length quote/minus folding: spans stay valid.
     return unicodedata.normalize("NFKC", text or "").translate(_APOSTROPHES)
@@ -140,6 +143,16 @@ def _parse_numeric_golds(answer_forms: tuple[str, ...], all_or_nothing: bool) ->
 
 
 def _gold_mentions(text: str, answer_forms: list[str], domain: str) -> list[_Mention]:
+    return list(_gold_mentions_of(text, tuple(answer_forms), domain))
+
+
+# cached: the stop rule (after every turn) and several detectors look for the gold in the same turn
+@functools.lru_cache(maxsize=1 << 16)
+def _gold_mentions_of(text: str, answer_forms: tuple[str, ...], domain: str) -> tuple[_Mention, ...]:
+    return tuple(_find_gold_mentions(text, list(answer_forms), domain))
+
+
+def _find_gold_mentions(text: str, answer_forms: list[str], domain: str) -> list[_Mention]:
     if domain not in NUMERIC_DOMAINS and domain not in SCIENCE_DOMAINS:
         raise ValueError(f"unknown domain {domain!r}; expected one of mathematics, physics, chemistry")
     science = domain in SCIENCE_DOMAINS
