@@ -89,6 +89,8 @@ def main() -> None:
                 # over reruns of one truth is what a user would see
                 needed.append(n * res.headline["questions_factor"])
                 needed_e.append(n * res.headline["questions_factor_at_estimate"])
+                print(f"  {case} n={n} rerun {rep}: {res.status}, questions_needed(Δ=0) {needed[-1]:.0f}, "
+                      f"at estimate {needed_e[-1]:.0f}", flush=True)
             s = pd.Series(status)
             row = {"case": case, "n/domain": n, "reps": reps}
             for k in ("pass", "fail", "inconclusive"):
@@ -109,6 +111,7 @@ def main() -> None:
                     base = run_frame(n_v, 9000 + rep, "b", **spec["base"])
                     cand = run_frame(n_v, 13000 + rep, "c", **spec["cand"])
                     dec.append(compare_frames(base, cand, n_boot=B, seed=100 + rep).status != "inconclusive")
+                    print(f"  verify n={n_v} rerun {rep}: decided {dec[-1]}", flush=True)
                 p = float(np.mean(dec))
                 row["decided at the median questions_needed"] = (
                     f"{p:.2f} ± {np.sqrt(p * (1 - p) / len(dec)):.2f} (n = {n_v}, {len(dec)} reruns)")
