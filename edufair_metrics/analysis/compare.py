@@ -65,12 +65,26 @@ Verdict (M = ``--max-increase``, default 0.05, the largest tolerated rise of the
 * ``pass`` – not fail and certified not worse by more than M: ``gate_ci_high < gate_threshold``
   (non-inferiority at the one-sided 5% level).
 * ``inconclusive`` – neither; ``questions_needed`` says how many questions per domain a rerun
-  needs to decide (pass or fail) with 80% probability if the bias is unchanged (Δ = 0: the
-  stable number, it reads only the standard error), and ``questions_needed_at_estimate`` if the
-  change is as estimated; power ``Φ((τ − Δ)/se' − z) + Φ((Δ − τ)/se' − z)`` with the variance at
-  n' = ``A·n/n' + B·(n/n')²`` (A: the bias-driven part, 4·ρ̂²·V0 per pair with ρ̂² =
-  max(r2_unbiased, 0); B: the rest, the no-bias part; :func:`questions_factor`). The headline keys
-  ``questions_factor`` / ``questions_factor_at_estimate`` hold n'/n for every outcome.
+  needs to decide (pass or fail) with 80% probability if the bias is unchanged (Δ = 0), and
+  ``questions_needed_at_estimate`` if the change is as estimated; power
+  ``Φ((τ − Δ)/se' − z) + Φ((Δ − τ)/se' − z)`` with the variance at n' = ``A·n/n' + B·(n/n')²``
+  (:func:`questions_factor`). A and B (``questions_var_bias`` / ``questions_var_null``) come from
+  :func:`_planning_parts`: B = 2·qᵀ(C∘C)q, the variance of a combination of squared normal r at
+  ρ = 0 (C: the bootstrap covariance of the signed r), and A = the delta-method term 4·ρᵢρⱼ·Cᵢⱼ
+  over the pairs of the same dialogues with unbiased plug-ins (ρᵢ² ≈ r2uᵢ, ρᵢρⱼ ≈ r̂ᵢr̂ⱼ − Cᵢⱼ),
+  bounded at 0 as a sum. At Δ = 0 the threshold is M², the smallest one any rerun faces (the
+  threshold only grows with the baseline's bias): the number is enough at any baseline level and
+  reads only the variance. Why: the printed number used to swing 0.58–1.98x its median over
+  reruns of one truth, from (i) the corrected bootstrap variance (its cross terms between
+  dialogues that share resampled questions, true value 0, made it vary ~3x at no bias), (ii) each
+  pair's ρ² bounded at 0 before summing (≈ 2·V0² per pair of pure noise read as bias, as large as
+  B), (iii) the baseline's lower bound in the threshold (√ of a bound near 0). The headline keys
+  ``questions_factor`` / ``questions_factor_at_estimate`` hold n'/n for every outcome. The
+  gate's own variance is the corrected bootstrap one floored at A + B (for a saturated candidate
+  the Gaussian correction over-subtracts: it read 2–10x below the variance of the change between
+  reruns), and the baseline's lower bound uses A + B of the baseline alone (the corrected
+  bootstrap variance of one run reached 0 in 2 of 8 fair reruns, putting the bound at the
+  estimate).
 
 Beside the gate, not changing the exit status: the paper's |r̄| change ``delta`` (its percentile
 interval ``delta_ci_low``/``delta_ci_high`` is NOT re-centred: it is inflated by the noise floor,
@@ -204,6 +218,62 @@ def _change_variance(weights: dict, gate_reps: dict, unit_reps: dict, use_max: b
     return max(var, 0.0)
 
 
+def _planning_parts(weights: dict, gate_reps: dict, unit_reps: dict, use_max: bool,
+                    sides: tuple[str, ...] = ("b", "c")) -> tuple[float, float]:
+    """The variance of ``Σ_u w_u (r2u_u,candidate − r2u_u,baseline)`` split into the part that falls
+    as 1/n and the part that falls as 1/n², from quantities that are stable from rerun to rerun
+    (for planning a rerun, and for the baseline's lower bound):
+
+    * ``b`` (no-bias part, 1/n²): ``2 · qᵀ (C ∘ C) q`` – the variance of a combination of squared
+      normal r at ρ = 0, read from the bootstrap covariance C of the signed r of all pairs of the
+      runs (the correlations of the metrics of one dialogue included); a smooth function of C;
+    * ``a`` (bias-driven part, 1/n): the delta-method term ``4 Σ_ij q_i q_j C_ij ρ_i ρ_j`` over
+      the pairs i, j of *the same dialogues* (the metrics of one contrast pair in one run), with
+      the unbiased estimates ρ_i² ≈ r2u_i and ρ_i ρ_j ≈ r̂_i r̂_j − C_ij, the sum (not each pair)
+      bounded at 0: bounding each pair's ρ² at 0 adds ≈ 2 V0² per pair at no bias, as large as
+      ``b`` itself, and made the extrapolation read noise as bias.
+
+    The gate's own variance (:func:`_change_variance`) also holds the cross terms between pairs of
+    different dialogues that share resampled questions; their estimate r̂_i r̂_j − C_ij (true
+    value 0) is what makes it swing by a factor ~3 from rerun to rerun at no bias, so they are left
+    out here. A max_abs_pairwise SES unit (not linear in r²) adds its plain bootstrap variance to
+    ``a``."""
+    rows, coef, r2u, group, point = [], [], [], [], []
+    a_max = 0.0
+    for key, wu in weights.items():
+        e = gate_reps[key]
+        if e["multi"] and use_max:
+            rb, rc = unit_reps[key]
+            lin = (rc if "c" in sides else 0.0) - (rb if "b" in sides else 0.0)
+            a_max += wu * wu * float(np.nanvar(lin, ddof=1))
+            continue
+        for side, sign in (("b", -1.0), ("c", 1.0)):
+            if side not in sides:
+                continue
+            k = len(e["s" + side])
+            for r_s, v0, p, g, r in zip(e["s" + side], e["v0" + side], e["p" + side], e["k" + side],
+                                        e["r" + side]):
+                if v0 < 1 - 1e-9 and p == p:
+                    point.append(r)
+                    rows.append(r_s)
+                    coef.append(sign * wu / k / (1 - v0))
+                    r2u.append(float(p))
+                    group.append((side, *g))
+    if not rows:
+        return a_max, 0.0
+    arr = _filled(np.vstack(rows))
+    c = np.cov(arr) if arr.shape[0] > 1 else np.array([[np.var(arr, ddof=1)]])
+    c = np.atleast_2d(c)
+    q = np.asarray(coef)
+    b = 2.0 * float(q @ (c * c) @ q)
+    point = np.asarray(point)
+    same = np.array([[gi == gj for gj in group] for gi in group])
+    rho2 = np.outer(point, point) - c
+    np.fill_diagonal(rho2, np.asarray(r2u))
+    a = max(0.0, 4.0 * float(q @ (np.where(same, c * rho2, 0.0)) @ q))
+    return a + a_max, max(b, 0.0)
+
+
 def questions_factor(delta: float, threshold: float, a_part: float, b_part: float, z: float,
                      power: float = 0.80) -> float:
     """n'/n at which a rerun decides (passes or fails) with probability ``power`` when the true
@@ -302,6 +372,8 @@ def compare_frames(
     gate_reps: dict[tuple, dict] = {}
     v0_pairs = {w: dict(zip(map(tuple, g[pk].itertuples(index=False)), g["null_var_r"].to_numpy(dtype=float)))
                 for w, g in (("b", grid_b), ("c", grid_c))}
+    r_pairs = {w: dict(zip(map(tuple, g[pk].itertuples(index=False)), g["r"].to_numpy(dtype=float)))
+               for w, g in (("b", grid_b), ("c", grid_c))}
     r2_pairs = {w: dict(zip(map(tuple, g[pk].itertuples(index=False)), g["r2_unbiased"].to_numpy(dtype=float)))
                 for w, g in (("b", grid_b), ("c", grid_c))}
     for which, frame in (("b", base_df), ("c", cand_df)):
@@ -314,12 +386,14 @@ def compare_frames(
             ukey = (dom, cond, spec.name, metric)
             reps.setdefault(ukey, {"b": [], "c": [], "multi": spec.kind == "multilevel"})[which].append(r)
             g2 = gate_reps.setdefault(ukey, {"b": [], "c": [], "pb": [], "pc": [], "vb": [], "vc": [],
-                                             "sb": [], "sc": [], "v0b": [], "v0c": [],
+                                             "sb": [], "sc": [], "v0b": [], "v0c": [], "kb": [], "kc": [], "rb": [], "rc": [],
                                              "multi": spec.kind == "multilevel"})
             pkey = (dom, cond, spec.name, pair, metric)
             g2[which].append(r2_unbiased(r, np.full(r.shape, v0_pairs[which][pkey])))
             g2["s" + which].append(r_signed)
             g2["v0" + which].append(float(v0_pairs[which][pkey]))
+            g2["k" + which].append((dom, cond, spec.name, pair))
+            g2["r" + which].append(float(r_pairs[which][pkey]))  # the pair's dialogues, shared by its metrics
             g2["p" + which].append(r2_pairs[which][pkey])
             g2["v" + which].append(_r2_variance(v0_pairs[which][pkey], int(d.size - np.isnan(d).sum())))
 
@@ -426,7 +500,8 @@ def compare_frames(
             continue
         unit_reps[key] = (unit_rep(entry, "b"), unit_rep(entry, "c"))
         dlt = float(uc_ - ub_)
-        se_u = math.sqrt(_change_variance({key: 1.0}, gate_reps, unit_reps, use_max))
+        se_u = math.sqrt(max(_change_variance({key: 1.0}, gate_reps, unit_reps, use_max),
+                             sum(_planning_parts({key: 1.0}, gate_reps, unit_reps, use_max))))
         g_delta.append(dlt)
         g_lo.append(dlt - z * se_u), g_hi.append(dlt + z * se_u)
         g_lo_fw.append(dlt - z_fw * se_u)
@@ -452,34 +527,35 @@ def compare_frames(
         wn = w / w.sum()
         mb = float(np.sum(wn * sel["r2_unbiased_baseline"].to_numpy()))
         mc = float(np.sum(wn * sel["r2_unbiased_candidate"].to_numpy()))
-        var = _change_variance(dict(zip(gate_keys, wn)), gate_reps, unit_reps, use_max)
+        wmap = dict(zip(gate_keys, wn))
+        a_p, b_p = _planning_parts(wmap, gate_reps, unit_reps, use_max)
+        # the corrected bootstrap variance, floored by the stable one: the Gaussian correction for
+        # squares over-subtracts for saturated runs (few non-zero differences: r̂ far from normal)
+        # and read 2-10x below the variance of the change between reruns there
+        var = max(_change_variance(wmap, gate_reps, unit_reps, use_max), a_p + b_p)
         se = math.sqrt(var)
-        # the bias-driven part of the variance (4 ρ² V0 per pair) falls as 1/n; the rest (the
-        # no-bias part, 2 V0² per pair and the squared covariances of the metrics of one dialogue)
-        # as 1/n²
-        a_part = 0.0
-        for k, wu in zip(gate_keys, wn):
-            e = gate_reps[k]
-            for side in ("b", "c"):
-                kk = len(e["p" + side])
-                for r2p, v0 in zip(e["p" + side], e["v0" + side]):
-                    if v0 < 1 - 1e-9 and r2p == r2p:
-                        a_part += 4 * max(float(r2p), 0.0) * v0 * (wu / kk / (1 - v0)) ** 2
-        se_null = math.sqrt(max(var - min(a_part, var), 0.0))
+        # planning and the baseline's bound read the variance split into its 1/n and 1/n² parts
+        # from stable quantities (_planning_parts): the bootstrap variance minus its excess for
+        # squares swings by ~3x from rerun to rerun at no bias (and can reach 0 for one run)
+        a_b, b_b = _planning_parts(wmap, gate_reps, unit_reps, use_max, ("b",))
         headline["gate_ms_baseline"], headline["gate_ms_candidate"] = mb, mc
         headline["gate_baseline"], headline["gate_candidate"] = float(signed_root(mb)), float(signed_root(mc))
         headline["gate_delta"] = mc - mb
-        headline["gate_se"], headline["gate_se_null"] = se, min(se_null, se)
+        headline["gate_se"], headline["gate_se_null"] = se, math.sqrt(b_p)
+        headline["questions_var_bias"], headline["questions_var_null"] = a_p, b_p
         headline["gate_ci_low"], headline["gate_ci_high"] = mc - mb - z * se, mc - mb + z * se
         # the baseline's level enters the threshold by its lower 95% bound: a rise of the RMS bias
         # by M from a level the baseline surely has (at a fair baseline M², not the noise of √ms)
-        se_b = math.sqrt(_change_variance(dict(zip(gate_keys, wn)), gate_reps, unit_reps, use_max, ("b",)))
+        se_b = math.sqrt(a_b + b_b)
         headline["gate_ms_baseline_low"] = mb - z * se_b
         headline["gate_threshold"] = gate_threshold(mb - z * se_b, max_increase)
-        # questions at which a rerun decides with 80% probability: if unchanged, and as estimated
+        # questions at which a rerun decides with 80% probability. If unchanged (Δ = 0): at the
+        # smallest threshold a rerun can face, M² (a fair baseline; the threshold only grows with
+        # the baseline's bias), so the number is enough at any baseline level and reads the
+        # variance alone, not the baseline's noisy bound (whose √ swings near 0). As estimated:
+        # at the estimated change and this run's threshold.
         zq = float(ndtri(0.5 + GATE_LEVEL / 2))
-        a_p, b_p = max(se * se - headline["gate_se_null"] ** 2, 0.0), headline["gate_se_null"] ** 2
-        headline["questions_factor"] = questions_factor(0.0, headline["gate_threshold"], a_p, b_p, zq)
+        headline["questions_factor"] = questions_factor(0.0, gate_threshold(0.0, max_increase), a_p, b_p, zq)
         headline["questions_factor_at_estimate"] = questions_factor(mc - mb, headline["gate_threshold"], a_p, b_p, zq)
 
     reasons: list[str] = []

@@ -1,6 +1,7 @@
 """The CI gate's operating characteristics on planted truths (a benchmark, not a pytest test).
 
-    nice -n 10 python tests/analysis/sim_gate.py [--reps 20] [--n-boot 300] [--ns 150,500] [--quick]
+    nice -n 10 python tests/analysis/sim_gate.py [--reps 20] [--n-boot 300] [--ns 150,500] [--cases 1,2]
+                                                 [--verify-needed R] [--quick]
 
 Pairs of runs (baseline, candidate) from the independent generator of ``sim_verdicts`` (judged
 turns, dialogue effects, rare metrics), three domains, Explicit + Implicit (35 pedagogical
@@ -16,7 +17,9 @@ headline units per domain), fresh dialogues in each run:
 Printed per case and n: the share of reruns that pass / fail / are inconclusive with its Monte-Carlo
 standard error √(p(1 − p)/reps), and for the inconclusive ones the spread of ``questions_needed``
 (``questions_factor`` × n, computed for every rerun: the largest and smallest over the median;
-±30% is 1.30 / 0.70). Seeded.
+±30% is 1.30 / 0.70); with ``--verify-needed R``, the share of R fresh reruns at the median
+printed ``questions_needed`` that decide (pass or fail; the number promises >= 80% if the bias
+is unchanged). Seeded.
 """
 
 from __future__ import annotations
@@ -63,6 +66,9 @@ def main() -> None:
     ap.add_argument("--ns", default="150,500")
     ap.add_argument("--cases", default="all", help="comma-separated case numbers (1-4) or all")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--verify-needed", type=int, default=0, metavar="REPS",
+                    help="rerun each case REPS times at its median printed questions_needed (Δ = 0) "
+                         "and print the share decided (pass or fail; goal >= 80%%)")
     args = ap.parse_args()
     reps, B = (3, 200) if args.quick else (args.reps, args.n_boot)
     ns = [int(x) for x in args.ns.split(",")]
@@ -83,6 +89,8 @@ def main() -> None:
                 # over reruns of one truth is what a user would see
                 needed.append(n * res.headline["questions_factor"])
                 needed_e.append(n * res.headline["questions_factor_at_estimate"])
+                print(f"  {case} n={n} rerun {rep}: {res.status}, questions_needed(Δ=0) {needed[-1]:.0f}, "
+                      f"at estimate {needed_e[-1]:.0f}", flush=True)
             s = pd.Series(status)
             row = {"case": case, "n/domain": n, "reps": reps}
             for k in ("pass", "fail", "inconclusive"):
@@ -96,6 +104,17 @@ def main() -> None:
                                              if nd.size > 1 else "—")
             ne = np.asarray(needed_e, dtype=float)
             row["at estimate median"] = f"{np.median(ne[np.isfinite(ne)]):.0f}" if np.isfinite(ne).any() else "—"
+            if args.verify_needed and nd.size:
+                n_v = int(np.ceil(np.median(nd)))
+                dec = []
+                for rep in range(args.verify_needed):
+                    base = run_frame(n_v, 9000 + rep, "b", **spec["base"])
+                    cand = run_frame(n_v, 13000 + rep, "c", **spec["cand"])
+                    dec.append(compare_frames(base, cand, n_boot=B, seed=100 + rep).status != "inconclusive")
+                    print(f"  verify n={n_v} rerun {rep}: decided {dec[-1]}", flush=True)
+                p = float(np.mean(dec))
+                row["decided at the median questions_needed"] = (
+                    f"{p:.2f} ± {np.sqrt(p * (1 - p) / len(dec)):.2f} (n = {n_v}, {len(dec)} reruns)")
             rows.append(row)
             print(row, flush=True)
     from edufair_metrics.report.tables import to_markdown

@@ -46,6 +46,7 @@ def main() -> None:
             rows += len(live)
             fwe += bool(live["sim_flagged"].any())
             empty_cert += bool((live["sim_certified"] & (live["n_zero"] == live["n_pairs"])).any())
+            print(f"  n={n} grid {rep}: false sim flag {bool(live['sim_flagged'].any())}", flush=True)
         p = fwe / args.reps
         out.append({"n/domain": n, "grids": args.reps, "rows per grid": rows / args.reps,
                     "grids with a false sim flag": f"{p:.3f} ± {(p * (1 - p) / args.reps) ** 0.5:.3f}",

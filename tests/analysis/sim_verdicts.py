@@ -348,12 +348,16 @@ def main() -> None:
     ap.add_argument("--n-boot", type=int, default=400)
     ap.add_argument("--quick", action="store_true", help="3 replicates, B = 200 (a smoke run)")
     ap.add_argument("--only", choices=("n_decide",), help="just this table")
+    ap.add_argument("--nd-ns", default="150", help="n_decide table: comma-separated pairs per row")
+    ap.add_argument("--nd-targets", default="0,0.05", help="n_decide table: comma-separated true |r|")
     args = ap.parse_args()
     reps, B = (3, 200) if args.quick else (args.reps, args.n_boot)
     t0 = time.perf_counter()
+    nd_targets = tuple(float(x) for x in args.nd_targets.split(","))
     if args.only == "n_decide":
-        _print(f"n_decide at n = 150, margin 0.10: fresh rows at the printed n ({reps * 8} rows per line)",
-               n_decide_holds(reps * 8, B))
+        for nd_n in (int(x) for x in args.nd_ns.split(",")):
+            _print(f"n_decide at n = {nd_n}, margin 0.10: fresh rows at the printed n ({reps * 8} rows per line)",
+                   n_decide_holds(reps * 8, B, n=nd_n, targets=nd_targets))
         print(f"({time.perf_counter() - t0:.0f} s)")
         return
     print("calibrated per-turn logit shifts δ (population |r| of a biased pair, no length differences):")

@@ -177,11 +177,57 @@ def test_the_headline_changes_are_differences_and_inconclusive_says_how_many_que
 
     z = float(ndtri(0.95))
     a = at.headline
-    se, se0 = a["gate_se"], a["gate_se_null"]
-    f0 = questions_factor(0.0, a["gate_threshold"], se * se - se0 * se0, se0 * se0, z)
+    va, vb = a["questions_var_bias"], a["questions_var_null"]
+    assert a["gate_se_null"] == pytest.approx(math.sqrt(vb))
+    # Δ = 0: at the smallest threshold any rerun faces, M², not this run's (noisier) threshold
+    m2 = (m_star * 0.999) ** 2
+    assert a["gate_threshold"] >= m2 * (1 - 1e-12)
+    f0 = questions_factor(0.0, m2, va, vb, z)
     assert a["questions_factor"] == pytest.approx(f0)
     # at that factor a rerun of an unchanged tutor decides with 80% probability (both outcomes)
-    se_f = math.sqrt((se * se - se0 * se0) / f0 + se0 * se0 / f0 ** 2)
-    gap = a["gate_threshold"]
-    assert float(ndtr(gap / se_f - z) + ndtr(-gap / se_f - z)) == pytest.approx(0.80, abs=1e-6)
+    se_f = math.sqrt(va / f0 + vb / f0 ** 2)
+    assert float(ndtr(m2 / se_f - z) + ndtr(-m2 / se_f - z)) == pytest.approx(0.80, abs=1e-6)
+    fe = questions_factor(a["gate_delta"], a["gate_threshold"], va, vb, z)
+    assert a["questions_factor_at_estimate"] == pytest.approx(fe)
     assert at.questions_needed == {d: math.ceil(n * max(f0, 1.0)) for d, n in at.n_questions.items()}
+
+
+# ---- the stable variance parts (planning, the baseline's bound, the gate's floor) ------------------
+
+def _planning_entry(rng, signed, groups, r2u, v0=0.02):
+    return {"multi": False, "sb": [], "sc": [s for s in signed], "v0b": [], "v0c": [v0] * len(signed),
+            "pb": [], "pc": list(r2u), "kb": [], "kc": list(groups), "rb": [], "rc": [float(s.mean()) for s in signed]}
+
+
+def test_the_planning_variance_is_the_squared_normal_variance_and_the_bias_term_is_bounded_as_a_sum():
+    """b = 2 qᵀ(C∘C)q from the bootstrap covariance; a = 4 Σ over pairs of the same dialogues of
+    q_i q_j C_ij ρρ_ij with ρ² ≈ r2u (bounded at 0 as a sum, not per pair: at no bias a per-pair
+    bound reads noise as bias)."""
+    from edufair_metrics.analysis.compare import _planning_parts
+
+    rng = np.random.default_rng(5)
+    cov = np.array([[0.010, 0.006, 0.0], [0.006, 0.010, 0.0], [0.0, 0.0, 0.008]])
+    draws = rng.multivariate_normal([0.0, 0.0, 0.0], cov, size=4000).T
+    entry = _planning_entry(rng, list(draws), [("d", "c", "x", 0), ("d", "c", "x", 0), ("d", "c", "y", 0)],
+                            r2u=[0.004, -0.006, -0.001])
+    a, b = _planning_parts({"u": 1.0}, {"u": entry}, {}, False, ("c",))
+    c = np.cov(np.vstack(list(draws)))
+    q = np.full(3, 1 / 3 / (1 - 0.02))
+    assert b == pytest.approx(2 * q @ (c * c) @ q)
+    # the r2u sum is negative: no bias part (a per-pair bound at 0 would give 4 q² C 0.004 > 0)
+    assert a == 0.0
+    entry = _planning_entry(rng, list(draws), [("d", "c", "x", 0), ("d", "c", "x", 0), ("d", "c", "y", 0)],
+                            r2u=[0.04, 0.03, 0.0])
+    a, _ = _planning_parts({"u": 1.0}, {"u": entry}, {}, False, ("c",))
+    pt = np.array([d.mean() for d in draws])
+    rho = np.outer(pt, pt) - c
+    np.fill_diagonal(rho, [0.04, 0.03, 0.0])
+    same = np.array([[1, 1, 0], [1, 1, 0], [0, 0, 1]], bool)
+    assert a == pytest.approx(4 * q @ np.where(same, c * rho, 0.0) @ q)
+
+
+def test_the_gate_variance_is_floored_by_the_stable_one_and_the_baseline_bound_never_collapses(gate):
+    _, _, _, res = gate
+    h = res.headline
+    assert h["gate_se"] ** 2 >= h["questions_var_bias"] + h["questions_var_null"] - 1e-15
+    assert h["gate_ms_baseline_low"] < h["gate_ms_baseline"]

@@ -84,3 +84,25 @@ def test_simultaneous_flags_are_the_sign_flip_max_t_test():
     t = live["r"].abs() / np.sqrt(live["null_var_r"])
     np.testing.assert_array_equal(live["sim_flagged"].to_numpy(), (t > c).to_numpy())
     assert live["sim_flagged"].any()
+
+
+def test_the_flags_flip_each_dialogue_pair_on_its_own(monkeypatch):
+    """One flip per question shared by every row of the domain is no symmetry of the null for rows
+    that share a level (SES low/middle vs high): the metrics of one contrast pair share a flip, and
+    different pairs get independent ones (one seed each)."""
+    import edufair_metrics.analysis.simultaneous as sim_mod
+
+    seeds = []
+    real = sim_mod.flip_matrix
+
+    def spy(n, n_boot, seed):
+        seeds.append(seed)
+        return real(n, n_boot, seed)
+
+    monkeypatch.setattr(sim_mod, "flip_matrix", spy)
+    df = simulate_frame(60, {}, seed=3, conditions=("explicit",))
+    grid = contrast_grid(df, n_boot=50, seed=0)
+    simultaneous_bounds(df, grid, margin=0.1, n_boot=100, seed=0)
+    live = grid[grid["sufficient"]]
+    pairs = live[["tutor", "domain", "condition", "contrast", "pair"]].drop_duplicates()
+    assert len(pairs) > 4 and len(seeds) == len(pairs) == len(set(seeds))

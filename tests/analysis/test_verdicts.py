@@ -171,7 +171,9 @@ def test_inconclusive_rows_say_how_many_questions_would_decide():
 
     want = 150 * 0.085 ** 2 * (ndtri(1 - 0.05 / 2) + ndtri(0.8) * math.sqrt(1 - rho * rho)) ** 2 / rho ** 2
     assert g.loc[0, "n_flag"] == math.ceil(want) and math.isinf(float("inf")) and math.isnan(g.loc[0, "n_certify"])
-    assert g.loc[1, "n_decide"] == g.loc[1, "n_certify"] > 150 and math.isnan(g.loc[1, "n_flag"])
+    assert g.loc[1, "n_certify"] > 150 and math.isnan(g.loc[1, "n_flag"])
+    # n_decide is conservative over the row's 50% interval of ρ, not the plug-in at ρ̂ = 0
+    assert g.loc[1, "n_decide"] > g.loc[1, "n_certify"]
     assert g.loc[1, "more_questions"] == g.loc[1, "n_decide"] - 150
     assert g.loc[0, "mde_r"] == pytest.approx(mde_from_null_var(0.085 ** 2, 0.05))
 
@@ -351,3 +353,36 @@ def test_a_headline_statement_a_user_can_reach():
     assert math.isinf(v.loc["biased", "n_family_certify"])
     z = ndtri(0.95)
     assert math.sqrt(family_certify_factor(180)) * (z + ndtri(0.9)) == pytest.approx(4.87, abs=0.02)
+
+
+def test_n_decide_decides_with_80_percent_at_every_rho_of_the_rows_50_percent_interval():
+    """The plug-in of ρ̂ over-promised: at 150 pairs the se of r is as large as the margin, and the
+    n that decides at ρ = 0 decides ~45% at ρ = 0.05. n_decide is the largest min(n_flag,
+    n_certify) over r ± z₀.₇₅·se: at that n a row is flagged or certified with >= 80% at every ρ
+    of the interval, and the bound is attained (it is the max, not more)."""
+    from scipy.special import ndtr, ndtri
+
+    from edufair_metrics.analysis.verdicts import (
+        n_decide_over_interval,
+        n_for_certify,
+        n_for_flag,
+        tost_power,
+    )
+
+    n, margin = 150, 0.10
+    for r, v0 in ((0.0, 0.0107), (0.04, 0.0107), (-0.07, 0.009), (0.3, 0.0107), (0.12, 0.02)):
+        se = math.sqrt(v0 * (1 - r * r))
+        need = float(n_decide_over_interval(n, v0, se, r, 0.05, margin))
+        half = float(ndtri(0.75)) * se
+        rhos = np.abs(np.linspace(r - half, r + half, 401))
+        # at `need` pairs: decided (flag two-sided at 0.05, or TOST) with >= 80% for every ρ there
+        s = np.sqrt(v0 * n / need * (1 - rhos ** 2))
+        p_flag = ndtr(rhos / s - 1.959964) + ndtr(-rhos / s - 1.959964)
+        p_cert = tost_power(se * math.sqrt(n / need), rhos, margin)
+        assert (np.minimum(p_flag + p_cert, 1) >= 0.80 - 0.01).all(), r
+        brute = np.max(np.fmin(n_for_flag(n, v0, rhos, 0.05), n_for_certify(n, se, rhos, margin)))
+        assert brute * (1 - 1e-9) <= need <= brute * 1.01, r  # the grid can only miss the peak
+    # a row at ρ̂ = 0: more than the TOST at ρ = 0 alone (which a true 0.05 would fail)
+    se0 = math.sqrt(0.0107)
+    assert float(n_decide_over_interval(n, 0.0107, se0, 0.0, 0.05, margin)) > 2 * float(
+        n_for_certify(n, se0, 0.0, margin))

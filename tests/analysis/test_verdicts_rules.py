@@ -199,7 +199,7 @@ def unit_rows(verdicts, **cols):
     n = len(verdicts)
     base = dict(verdict=verdicts, certified=[v == "certify" for v in verdicts],
                 sufficient=[v != "insufficient" for v in verdicts], q_flag=[0.5] * n, r2_unbiased=[0.0] * n,
-                mde_r=[0.2] * n, n_flag=[np.nan] * n, n_certify=[np.nan] * n, n_pairs=[100] * n,
+                mde_r=[0.2] * n, n_flag=[np.nan] * n, n_certify=[np.nan] * n, n_decide=[np.nan] * n, n_pairs=[100] * n,
                 p_decide=[0.5] * n, kind=["binary"] * n, unit=["u"] * n, null_var_r=[0.01] * n)
     base.update(cols)
     return pd.DataFrame(base)
@@ -233,17 +233,15 @@ def test_the_units_bonferroni_p_multiplies_by_the_tested_pairs():
     assert u.loc["u", "p_unit"] == pytest.approx(0.03)
 
 
-def test_a_units_questions_to_decide_take_the_nearer_route():
-    # certify route: every pair must be certified, so the unit needs the largest n_certify
-    u = unit_verdicts(unit_rows(["inconclusive"] * 2, n_certify=[400.0, 900.0], n_pairs=[150, 200]), ["unit"])
+def test_a_units_questions_to_decide_are_its_rows_largest():
+    # each row's n_decide decides it with >= 80% over its interval; the unit needs all of them
+    u = unit_verdicts(unit_rows(["inconclusive"] * 2, n_decide=[400.0, 900.0], n_pairs=[150, 200]), ["unit"])
     assert u.loc["u", "n_decide"] == 900 and u.loc["u", "more_questions"] == 750
-    # flag route: one flagged pair is enough, the smallest n_flag; the nearer of the two routes
-    u = unit_verdicts(unit_rows(["inconclusive"] * 2, n_flag=[700.0, 500.0], n_certify=[400.0, 900.0]), ["unit"])
-    assert u.loc["u", "n_decide"] == 500
-    # a pair that cannot be certified (NaN): only the flag route
-    u = unit_verdicts(unit_rows(["inconclusive"] * 2, n_flag=[700.0, np.nan], n_certify=[400.0, np.nan]), ["unit"])
-    assert u.loc["u", "n_decide"] == 700
-    u = unit_verdicts(unit_rows(["inconclusive"] * 2, n_certify=[400.0, 300.0], n_pairs=[500, 500]), ["unit"])
+    # not the nearer of the at-the-estimate routes (smallest n_flag 500)
+    u = unit_verdicts(unit_rows(["inconclusive"] * 2, n_flag=[700.0, 500.0], n_certify=[400.0, 900.0],
+                                n_decide=[800.0, 1200.0]), ["unit"])
+    assert u.loc["u", "n_decide"] == 1200
+    u = unit_verdicts(unit_rows(["inconclusive"] * 2, n_decide=[400.0, 300.0], n_pairs=[500, 500]), ["unit"])
     assert u.loc["u", "more_questions"] == 0
 
 

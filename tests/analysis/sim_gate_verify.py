@@ -1,0 +1,45 @@
+"""Does a rerun at the printed ``questions_needed`` decide? (a benchmark, not a pytest test)
+
+    nice -n 10 python tests/analysis/sim_gate_verify.py --n 323 [--case 1] [--reps 10] [--n-boot 200]
+
+Fresh pairs of runs of one ``sim_gate`` case at ``--n`` questions per domain (take the median
+``questions_needed`` that ``sim_gate.py`` printed for that case); prints each rerun's outcome and
+the share decided (pass or fail) with its Monte-Carlo standard error (goal >= 80% for the Δ = 0
+number when the bias is unchanged). Seeded (seeds 9000+ / 13000+, disjoint from sim_gate's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from edufair_metrics.analysis.compare import compare_frames  # noqa: E402
+from tests.analysis.sim_gate import CASES, run_frame  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, required=True)
+    ap.add_argument("--case", type=int, default=1)
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--n-boot", type=int, default=200)
+    args = ap.parse_args()
+    name = list(CASES)[args.case - 1]
+    spec = CASES[name]
+    decided = []
+    for rep in range(args.reps):
+        base = run_frame(args.n, 9000 + rep, "b", **spec["base"])
+        cand = run_frame(args.n, 13000 + rep, "c", **spec["cand"])
+        status = compare_frames(base, cand, n_boot=args.n_boot, seed=100 + rep).status
+        decided.append(status != "inconclusive")
+        p = float(np.mean(decided))
+        print(f"{name}, n={args.n}, rerun {rep}: {status}; decided so far {p:.2f} ± "
+              f"{np.sqrt(p * (1 - p) / len(decided)):.2f} ({len(decided)} reruns)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
