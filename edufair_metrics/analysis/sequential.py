@@ -38,22 +38,35 @@ import numpy as np
 from edufair_metrics.errors import EduFairError
 
 GRID_POINTS = 1201  # points of the numerical integration on the score scale
+SPENDING = ("obf", "linear")
+FLAG_SPENDING = "obf"  # flags (and the gate's fail side): almost nothing early, the final level near α
+CERTIFY_SPENDING = "linear"  # certification (and the gate's pass side): α·t, Hwang–Shih–DeCani γ = 0
+
+
+def spent(t: float, alpha: float, spending: str = "obf") -> float:
+    """α spent by information fraction ``t`` (module docstring): ``obf`` = O'Brien–Fleming-type
+    Lan–DeMets ``2 − 2Φ(z_{1−α/2}/√t)`` (two-sided α), ``linear`` = ``α·t``."""
+    from scipy.stats import norm
+
+    if spending not in SPENDING:
+        raise EduFairError(f"unknown spending function {spending!r} (one of: {', '.join(SPENDING)})")
+    if t <= 0:
+        return 0.0
+    t = min(1.0, float(t))
+    if spending == "linear":
+        return float(alpha * t)
+    return float(2 - 2 * norm.cdf(norm.ppf(1 - alpha / 2) / math.sqrt(t)))
 
 
 def obf_spent(t: float, alpha: float) -> float:
     """α spent by information fraction ``t`` (O'Brien–Fleming-type Lan–DeMets, two-sided)."""
-    from scipy.stats import norm
-
-    if t <= 0:
-        return 0.0
-    t = min(1.0, float(t))
-    return float(2 - 2 * norm.cdf(norm.ppf(1 - alpha / 2) / math.sqrt(t)))
+    return spent(t, alpha, "obf")
 
 
 @dataclass(frozen=True)
 class Look:
     """One look of a group-sequential audit: its information fraction, the α spent so far, its
-    boundary on the z scale and its nominal two-sided level."""
+    boundary on the z scale and its nominal level (two-sided for ``sides`` = 2, one-sided for 1)."""
 
     fraction: float
     spent: float
@@ -61,12 +74,15 @@ class Look:
     nominal_alpha: float
 
 
-def boundaries(fractions: Sequence[float], alpha: float = 0.05) -> list[Look]:
-    """The looks at increasing information ``fractions`` (each in (0, 1]) of a two-sided test at
-    level ``alpha`` (see the module docstring)."""
+def boundaries(fractions: Sequence[float], alpha: float = 0.05, *, spending: str = "obf", sides: int = 2) -> list[Look]:
+    """The looks at increasing information ``fractions`` (each in (0, 1]) of a test at level
+    ``alpha`` (two-sided for ``sides`` = 2: reject at |Z_k| >= c_k; one-sided for 1: Z_k >= c_k)
+    spending ``spending`` (see the module docstring)."""
     from scipy.optimize import brentq
     from scipy.stats import norm
 
+    if sides not in (1, 2):
+        raise EduFairError(f"sides must be 1 or 2, got {sides!r}")
     fr = [float(f) for f in fractions]
     if not fr:
         return []
@@ -77,27 +93,28 @@ def boundaries(fractions: Sequence[float], alpha: float = 0.05) -> list[Look]:
     prev_t, prev_spent = 0.0, 0.0
     grid = density = None  # the sub-density of the score S(t) on the continuation region
     for t in fr:
-        spent = obf_spent(t, alpha)
-        target = spent - prev_spent
+        now = spent(t, alpha, spending)
+        target = now - prev_spent
         sd = math.sqrt(t - prev_t)
         if grid is None:  # first look: S(t) ~ N(0, t)
             def cross(b, t=t):
-                return 2 * norm.sf(b / math.sqrt(t))
+                return sides * norm.sf(b / math.sqrt(t))
         else:
             du = grid[1] - grid[0]
 
             def cross(b, grid=grid, density=density, du=du, sd=sd):
-                return float(np.sum(density * (norm.sf((b - grid) / sd) + norm.cdf((-b - grid) / sd))) * du)
+                lower = norm.cdf((-b - grid) / sd) if sides == 2 else 0.0
+                return float(np.sum(density * (norm.sf((b - grid) / sd) + lower)) * du)
         hi = 12 * math.sqrt(t)
         if target <= cross(hi):  # nothing left to spend at this look: it can never stop
             b = math.inf
         else:
             b = brentq(lambda x, target=target: cross(x) - target, 1e-9, hi, xtol=1e-10)
         c = b / math.sqrt(t)
-        looks.append(Look(t, spent, c, float(2 * norm.sf(c)) if math.isfinite(c) else 0.0))
-        # the continuation sub-density at this look, for the next one
-        lim = b if math.isfinite(b) else 12 * math.sqrt(t)
-        new_grid = np.linspace(-lim, lim, GRID_POINTS)
+        looks.append(Look(t, now, c, float(sides * norm.sf(c)) if math.isfinite(c) else 0.0))
+        # the continuation sub-density at this look, for the next one (one-sided: all of (-inf, b))
+        lim = b if math.isfinite(b) else hi
+        new_grid = np.linspace(-lim if sides == 2 else -hi, lim, GRID_POINTS)
         if grid is None:
             new_density = norm.pdf(new_grid / math.sqrt(t)) / math.sqrt(t)
         else:
@@ -105,13 +122,24 @@ def boundaries(fractions: Sequence[float], alpha: float = 0.05) -> list[Look]:
             kern = norm.pdf((new_grid[:, None] - grid[None, :]) / sd) / sd
             new_density = kern @ density * du
         grid, density = new_grid, new_density
-        prev_t, prev_spent = t, spent
+        prev_t, prev_spent = t, now
     return looks
 
 
 def nominal_levels(fractions: Sequence[float], alpha: float = 0.05) -> list[float]:
-    """Each look's nominal two-sided level (:func:`boundaries`)."""
-    return [look.nominal_alpha for look in boundaries(fractions, alpha)]
+    """Each look's nominal two-sided level for flags (:func:`boundaries`, O'Brien–Fleming)."""
+    return [look.nominal_alpha for look in boundaries(fractions, alpha, spending=FLAG_SPENDING)]
+
+
+def certify_looks(fractions: Sequence[float], alpha: float = 0.05) -> list[Look]:
+    """Each look's one-sided boundary and level for each side of the TOST (and the gate's
+    bounds): linear spending of ``alpha`` (:data:`CERTIFY_SPENDING`; module docstring)."""
+    return boundaries(fractions, alpha, spending=CERTIFY_SPENDING, sides=1)
+
+
+def certify_levels(fractions: Sequence[float], alpha: float = 0.05) -> list[float]:
+    """Each look's nominal one-sided level of each TOST side (:func:`certify_looks`)."""
+    return [look.nominal_alpha for look in certify_looks(fractions, alpha)]
 
 
 # ---- one look of an audit -----------------------------------------------------------------------
@@ -143,13 +171,38 @@ class LookDecision:
         return asdict(self)
 
 
-def look_decision(df, *, nominal_alpha: float, params, until: str, kind: str = "pedagogical") -> LookDecision:
-    """The verdicts of the long score frame ``df`` at the look's ``nominal_alpha`` (the report's
-    own grid and units, ``grid.contrast_grid(fdr_alpha=nominal_alpha)``: flags at FDR level
-    nominal_alpha, TOST sides at nominal_alpha) and whether ``until`` is reached: ``flag`` = a
-    headline unit flagged, ``certify`` = every headline unit certified, ``units`` = every headline
-    unit flagged or certified. (``gate`` is decided by ``compare_frames`` at the end: it takes no
-    level, so it cannot stop early; see ``local/audit.py``.)"""
+def recertify(grid, certify_alpha: float, margin: float):
+    """``grid`` (``grid.contrast_grid``) with each row's TOST redone at one-sided level
+    ``certify_alpha`` per side (the certification's own spent level; the flags stay at the grid's):
+    ``eq_ci_low`` / ``eq_ci_high`` = r ∓ z·se with the verdicts' conservative se
+    (``verdicts.equivalence_se``), ``certified`` and the ``certify`` / ``inconclusive`` verdicts
+    from them (flag, unconfirmed and insufficient rows keep theirs)."""
+    from scipy.special import ndtri
+
+    from edufair_metrics.analysis.verdicts import equivalence_se
+
+    g = grid.copy()
+    r = g["r"].to_numpy(dtype=float)
+    se = equivalence_se(r, g["n_pairs"].to_numpy(dtype=float), g["boot_sd"].to_numpy(dtype=float),
+                        g["null_var_r"].to_numpy(dtype=float))
+    z = float(ndtri(1 - certify_alpha)) if certify_alpha > 0 else math.inf
+    with np.errstate(invalid="ignore"):
+        lo, hi = r - z * se, r + z * se
+        certified = g["sufficient"].astype(bool).to_numpy() & (lo > -margin) & (hi < margin)
+    g["eq_ci_low"], g["eq_ci_high"], g["certified"] = lo, hi, certified
+    open_rows = g["verdict"].isin(["certify", "inconclusive"]).to_numpy()
+    g.loc[open_rows, "verdict"] = np.where(certified[open_rows], "certify", "inconclusive")
+    return g
+
+
+def look_decision(df, *, nominal_alpha: float, params, until: str, kind: str = "pedagogical",
+                  certify_alpha: float | None = None) -> LookDecision:
+    """The verdicts of the long score frame ``df`` at the look's levels (the report's own grid and
+    units, ``grid.contrast_grid(fdr_alpha=nominal_alpha)``: flags at FDR level ``nominal_alpha``;
+    each TOST side at one-sided level ``certify_alpha``, None: ``nominal_alpha`` as the report
+    does, :func:`recertify`) and whether ``until`` is reached: ``flag`` = a headline unit flagged,
+    ``certify`` = every headline unit certified, ``units`` = every headline unit flagged or
+    certified. (``gate`` is decided by ``compare_frames(alpha=...)`` in ``local/audit.py``.)"""
     from edufair_metrics.analysis.grid import contrast_grid, dimension_summary
     from edufair_metrics.analysis.noise import unit_noise
 
@@ -163,6 +216,8 @@ def look_decision(df, *, nominal_alpha: float, params, until: str, kind: str = "
                          equivalence_margin=params.equivalence_margin, fdr_alpha=nominal_alpha)
     if not len(grid):
         return LookDecision(questions, nominal_alpha, 0, 0, 0, False, "open")
+    if certify_alpha is not None and certify_alpha != nominal_alpha:
+        grid = recertify(grid, certify_alpha, params.equivalence_margin)
     units = unit_noise(dimension_summary(grid, ses_summary=params.ses_summary), grid, ses_summary=params.ses_summary)
     head = units[units["headline"].astype(bool) & (units["metric_kind"] == kind)]
     is_flag = (head["verdict"] == "flag").to_numpy()
@@ -178,5 +233,5 @@ def look_decision(df, *, nominal_alpha: float, params, until: str, kind: str = "
         reached = n > 0 and flagged + certified >= n
         status = "every unit decided" if reached else "open"
     else:
-        reached, status = False, "open (the gate is decided at the end)"
+        reached, status = False, "open (the gate decides)"
     return LookDecision(questions, nominal_alpha, n, flagged, certified, reached, status)
