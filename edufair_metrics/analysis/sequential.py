@@ -39,8 +39,9 @@ from edufair_metrics.errors import EduFairError
 
 GRID_POINTS = 1201  # points of the numerical integration on the score scale
 SPENDING = ("obf", "linear")
-FLAG_SPENDING = "obf"  # flags (and the gate's fail side): almost nothing early, the final level near α
-CERTIFY_SPENDING = "linear"  # certification (and the gate's pass side): α·t, Hwang–Shih–DeCani γ = 0
+# the audit's spending functions (module docstring: why linear, and what O'Brien–Fleming would cost)
+FLAG_SPENDING = "linear"  # flags, two-sided: α·t (Hwang–Shih–DeCani γ = 0)
+CERTIFY_SPENDING = "linear"  # each TOST side and each gate bound, one-sided: α·t
 
 
 def spent(t: float, alpha: float, spending: str = "obf") -> float:
@@ -126,9 +127,14 @@ def boundaries(fractions: Sequence[float], alpha: float = 0.05, *, spending: str
     return looks
 
 
+def flag_looks(fractions: Sequence[float], alpha: float = 0.05) -> list[Look]:
+    """Each look's two-sided boundary and level for flags (:data:`FLAG_SPENDING`)."""
+    return boundaries(fractions, alpha, spending=FLAG_SPENDING)
+
+
 def nominal_levels(fractions: Sequence[float], alpha: float = 0.05) -> list[float]:
-    """Each look's nominal two-sided level for flags (:func:`boundaries`, O'Brien–Fleming)."""
-    return [look.nominal_alpha for look in boundaries(fractions, alpha, spending=FLAG_SPENDING)]
+    """Each look's nominal two-sided level for flags (:func:`flag_looks`)."""
+    return [look.nominal_alpha for look in flag_looks(fractions, alpha)]
 
 
 def certify_looks(fractions: Sequence[float], alpha: float = 0.05) -> list[Look]:

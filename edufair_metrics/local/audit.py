@@ -1,6 +1,6 @@
 """The sequential audit (``edufair audit``): one EduFair task run in batches of whole questions,
-re-analysed after every batch with group-sequential levels (``analysis.sequential``: O'Brien–
-Fleming-type Lan–DeMets α-spending over the questions the budget allows), stopping as soon as
+re-analysed after every batch with group-sequential levels (``analysis.sequential``: Lan–DeMets
+α-spending over the questions the budget allows), stopping as soon as
 the requested decision is reached or the budget is spent.
 
 Design: the harness-free runner (``run.run_task``) on each batch's documents, with the task's
@@ -19,8 +19,9 @@ unfinished batch served from the call cache as far as it got) and, because each 
 depends only on the looks' information fractions and its verdicts only on the records, ends
 with the same decisions as an uninterrupted one.
 
-Levels (``analysis.sequential``): flags at the O'Brien–Fleming-spent two-sided level of each
-look, each TOST side of a certification at the linearly spent one-sided level (``certify_looks``).
+Levels (``analysis.sequential``): flags at the linearly spent two-sided level of each look
+(``flag_looks``), each TOST side of a certification at the linearly spent one-sided level
+(``certify_looks``).
 The CI gate (``--until gate``): at each look ``analysis.compare.compare_frames`` against the
 baseline's frame on the questions both share, each of its one-sided bounds (pass: the upper one
 below the threshold; fail: the lower one above it, or a new flag whose change is significant
@@ -42,7 +43,7 @@ from typing import Any, Callable, Sequence
 
 from edufair_metrics.analysis.frames import scores_frame
 from edufair_metrics.analysis.params import StatParams
-from edufair_metrics.analysis.sequential import UNTIL, LookDecision, boundaries, certify_looks, look_decision
+from edufair_metrics.analysis.sequential import UNTIL, LookDecision, certify_looks, flag_looks, look_decision
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import atomic_write_text
 from edufair_metrics.records import RECORD_KEY, DialogueRecord
@@ -250,7 +251,7 @@ def run_audit(task: str, spec: TaskSpec, settings, documents: Sequence[dict[str,
             state["counts"].append(result.call_counts)
             questions_so_far += len(batches[i])
             fractions = [look["fraction"] for look in state["looks"]] + [questions_so_far / max_questions]
-            looks = boundaries(fractions, plan.alpha)
+            looks = flag_looks(fractions, plan.alpha)
             cert = certify_looks(fractions, plan.alpha)
             for s in records:
                 s.scores.tutor = tutor_name

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from edufair_metrics.analysis.params import StatParams
-from edufair_metrics.analysis.sequential import boundaries
+from edufair_metrics.analysis.sequential import certify_looks, flag_looks
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.local.audit import STATE_FILE, AuditPlan, run_audit
 from edufair_metrics.run import RoleModel, TaskSpec, task_documents
@@ -89,9 +89,10 @@ def test_biased_tutor_is_flagged_early_and_the_folder_is_a_normal_run(tmp_path):
     assert res.stopped == "decided" and res.final["flagged"] >= 1
     assert res.dialogues < plan.budget and len(res.looks) < 5  # stopped before the budget
     assert len(lines) == len(res.looks) and all("headline units" in ln and "/200 dialogues" in ln for ln in lines)
-    # each look's level is the O'Brien-Fleming spending of the looks so far
-    want = boundaries([lk["fraction"] for lk in res.looks])
-    assert [lk["nominal_alpha"] for lk in res.looks] == pytest.approx([b.nominal_alpha for b in want])
+    # each look's levels are the spending of the looks so far: flags two-sided, each TOST side one-sided
+    fractions = [lk["fraction"] for lk in res.looks]
+    assert [lk["nominal_alpha"] for lk in res.looks] == pytest.approx([b.nominal_alpha for b in flag_looks(fractions)])
+    assert [lk["certify_alpha"] for lk in res.looks] == pytest.approx([b.nominal_alpha for b in certify_looks(fractions)])
     assert res.looks[0]["nominal_alpha"] < 0.01
     run = load_run(tmp_path / "out")
     assert len(run.scores) == res.dialogues and {s.level for s in run.scores} == set(LEVELS)
