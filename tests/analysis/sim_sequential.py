@@ -60,9 +60,9 @@ def scores(n: int, rho: float, rng, tutor: str = "sim") -> list[DialogueScores]:
     return out
 
 
-def first(rows, n):
-    keep = {f"q{q:05d}" for q in range(n)}
-    return [s for s in rows if s.question_id in keep]
+def first_frame(df, n):
+    """The long frame of the first ``n`` questions (the questions a look has seen)."""
+    return df[df["question_id"] < f"q{n:05d}"]
 
 
 def look_sizes(n_max: int, looks: int) -> list[int]:
@@ -81,12 +81,12 @@ def run(rho, n_plan, n_max, looks, reps, rng, params):
     flag_a, cert_a = levels(looks)
     sizes = look_sizes(n_max, looks)
     for _ in range(reps):
-        data = scores(max(n_max, n_plan), rho, rng)
-        fixed = look_decision(scores_frame(first(data, n_plan)), nominal_alpha=0.05, params=params, until="units")
+        data = scores_frame(scores(max(n_max, n_plan), rho, rng))
+        fixed = look_decision(first_frame(data, n_plan), nominal_alpha=0.05, params=params, until="units")
         fx_f += fixed.flagged > 0
         fx_c += fixed.certified == fixed.units and fixed.units > 0 and not fixed.flagged
         for j, n in enumerate(sizes):
-            d = look_decision(scores_frame(first(data, n)), nominal_alpha=flag_a[j], certify_alpha=cert_a[j],
+            d = look_decision(first_frame(data, n), nominal_alpha=flag_a[j], certify_alpha=cert_a[j],
                               params=params, until="units")
             if d.reached or j == looks - 1:
                 sq_f += d.flagged > 0
@@ -145,18 +145,20 @@ def gate(args, rng, params) -> None:
     print(f"gate: fair baseline of {n} questions, margin --max-increase {args.max_increase}; sequential: "
           f"{args.looks} looks, each bound at the linearly spent level; {args.reps} runs per scenario")
     se = lambda p: math.sqrt(max(p * (1 - p), 1e-9) / args.reps)  # noqa: E731
-    for name, rho in (("no change (r = 0 -> 0): false fails; clearly passing", 0.0),
-                      (f"clearly worse (r = 0 -> {args.gate_worse})", args.gate_worse)):
+    for i, (name, rho) in enumerate((("no change (r = 0 -> 0): false fails; clearly passing", 0.0),
+                                     (f"clearly worse (r = 0 -> {args.gate_worse})", args.gate_worse))):
+        if args.only is not None and i != args.only:
+            continue
         t0 = time.perf_counter()
         fx = {"pass": 0, "fail": 0, "inconclusive": 0}
         sq = {"pass": 0, "fail": 0, "inconclusive": 0}
         used = []
         for _ in range(args.reps):
             base = scores_frame(scores(n, 0.0, rng, tutor="base"))
-            cand_rows = scores(n, rho, rng, tutor="cand")
-            fx[compare_frames(base, scores_frame(cand_rows), **kw).status] += 1
+            cand = scores_frame(scores(n, rho, rng, tutor="cand"))
+            fx[compare_frames(base, cand, **kw).status] += 1
             for j, m in enumerate(sizes):
-                res = compare_frames(base, scores_frame(first(cand_rows, m)), alpha=cert_a[j], **kw)
+                res = compare_frames(base, first_frame(cand, m), alpha=cert_a[j], **kw)
                 status = res.status if res.headline.get("units") else "inconclusive"
                 if status in ("pass", "fail") or j == args.looks - 1:
                     sq[status] += 1
@@ -182,7 +184,7 @@ def main(argv=None) -> None:
     parser.add_argument("--biased", type=float, default=0.30)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--n-boot", type=int, default=50)
-    parser.add_argument("--only", type=int, default=None, help="run only headline scenario N (0-3)")
+    parser.add_argument("--only", type=int, default=None, help="run only scenario N (headline 0-3, gate 0-1)")
     parser.add_argument("--gate", action="store_true", help="the gate's scenarios instead of the headline's")
     parser.add_argument("--gate-questions", type=int, default=300)
     parser.add_argument("--gate-worse", type=float, default=0.35)
