@@ -290,16 +290,23 @@ def _frame_digest(df) -> str | None:
     return hashlib.sha256(df.to_csv(index=False).encode()).hexdigest()
 
 
+# the gate's bounds are normal approximations of a bootstrap on the questions both runs share;
+# below 50 paired questions (verdicts.EXACT_BELOW: where the percentile CIs are liberal) a look
+# does not decide the gate
+GATE_MIN_QUESTIONS = 50
+
+
 def gate_look(baseline, frame, *, alpha: float, params: StatParams, max_increase: float, new_violations: str) -> str:
     """The CI gate of the audit's ``frame`` against the ``baseline`` frame at one-sided level
     ``alpha`` (``compare_frames(alpha=...)``): pass / fail / inconclusive; inconclusive too while the
-    runs share too few questions for any unit (a baseline of other questions is an error: one line)."""
+    runs share fewer than :data:`GATE_MIN_QUESTIONS` questions in some domain, or too few for any
+    unit (a baseline of other questions is an error: one line)."""
     from edufair_metrics.analysis.compare import compare_frames
 
     res = compare_frames(baseline, frame, n_boot=params.n_boot, seed=params.seed, min_pairs=params.min_pairs,
                          ses_summary=params.ses_summary, max_increase=max_increase, new_violations=new_violations,
                          fdr_method=params.fdr_method, equivalence_margin=params.equivalence_margin, alpha=alpha)
-    if not res.headline.get("units"):
+    if not res.headline.get("units") or min(res.n_questions.values(), default=0) < GATE_MIN_QUESTIONS:
         return "inconclusive"
     return res.status
 

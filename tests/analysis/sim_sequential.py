@@ -23,7 +23,8 @@ classical average-sample-number saving, which for an equivalence test is ~20-25%
 
 Gate (``--gate``): a fair baseline run of ``--gate-questions`` questions; a candidate with no
 change (false fails; clearly passing) and one clearly worse (``--gate-worse``); the fixed-n gate
-on all questions vs the sequential gate, each look's bounds at the linearly spent level.
+on all questions vs the sequential gate (``local.audit.gate_look``: each look's bounds at the
+linearly spent level; no decision below 50 shared questions).
 
     nice -n 10 python -m tests.analysis.sim_sequential --reps 100
     nice -n 10 python -m tests.analysis.sim_sequential --gate --reps 60
@@ -136,6 +137,7 @@ def headline(args, rng, params) -> None:
 
 def gate(args, rng, params) -> None:
     from edufair_metrics.analysis.compare import compare_frames
+    from edufair_metrics.local.audit import gate_look
 
     n = args.gate_questions
     _flag_a, cert_a = levels(args.looks)
@@ -158,8 +160,8 @@ def gate(args, rng, params) -> None:
             cand = scores_frame(scores(n, rho, rng, tutor="cand"))
             fx[compare_frames(base, cand, **kw).status] += 1
             for j, m in enumerate(sizes):
-                res = compare_frames(base, first_frame(cand, m), alpha=cert_a[j], **kw)
-                status = res.status if res.headline.get("units") else "inconclusive"
+                status = gate_look(base, first_frame(cand, m), alpha=cert_a[j], params=params,
+                                   max_increase=args.max_increase, new_violations="significant")
                 if status in ("pass", "fail") or j == args.looks - 1:
                     sq[status] += 1
                     used.append(m)

@@ -169,10 +169,10 @@ def test_the_gate_stops_early_on_a_clear_pass_and_a_clear_fail(tmp_path):
         return labels_json(action=int(words >= 8), scaffold=int(words >= 8))
 
     with FakeOpenAI(responder=judge) as srv:
-        base_res, _ = _judged_audit(tmp_path, srv, tmp_path / "base", AuditPlan(100, 25, "flag"), bias=0)
-        assert base_res.stopped == "budget" and base_res.dialogues == 100  # a fair baseline of 50 questions
+        base_res, _ = _judged_audit(tmp_path, srv, tmp_path / "base", AuditPlan(150, 25, "flag"), bias=0)
+        assert base_res.stopped == "budget" and base_res.dialogues == 150  # a fair baseline of 75 questions
         baseline = scores_frame([load_run(tmp_path / "base")])
-        gate = AuditPlan(100, 25, "gate")
+        gate = AuditPlan(150, 25, "gate")
         same, lines = _judged_audit(tmp_path, srv, tmp_path / "same", gate, bias=0, baseline=baseline, max_increase=0.1)
         worse, _ = _judged_audit(tmp_path, srv, tmp_path / "worse", gate, bias=6, baseline=baseline, max_increase=0.1)
         with pytest.raises(EduFairError, match="needs --baseline"):
@@ -181,6 +181,7 @@ def test_the_gate_stops_early_on_a_clear_pass_and_a_clear_fail(tmp_path):
     assert same.stopped == "decided" and same.final["gate"] == "pass" and same.dialogues < gate.budget
     assert worse.stopped == "decided" and worse.final["gate"] == "fail" and worse.dialogues < gate.budget
     assert all(lk["certify_alpha"] < 0.05 for lk in same.looks + worse.looks)  # each decided at a spent level
+    assert same.looks[0]["gate"] == "inconclusive"  # 25 shared questions: below the gate's minimum of 50
     assert "gate pass" in lines[-1]
     # a resume must compare with the same baseline
     with FakeOpenAI(responder=judge) as srv, pytest.raises(EduFairError, match="another audit"):
