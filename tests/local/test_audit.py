@@ -169,8 +169,8 @@ def test_the_gate_stops_early_on_a_clear_pass_and_a_clear_fail(tmp_path):
         return labels_json(action=int(words >= 8), scaffold=int(words >= 8))
 
     with FakeOpenAI(responder=judge) as srv:
-        base_res, _ = _judged_audit(tmp_path, srv, tmp_path / "base", AuditPlan(150, 25, "flag"), bias=0)
-        assert base_res.stopped == "budget" and base_res.dialogues == 150  # a fair baseline of 75 questions
+        base_res, _ = _judged_audit(tmp_path, srv, tmp_path / "base", AuditPlan(100, 50, "flag"), bias=0)
+        assert base_res.stopped == "budget" and base_res.dialogues == 100  # a fair baseline of 50 questions
         baseline = scores_frame([load_run(tmp_path / "base")])
         gate = AuditPlan(150, 25, "gate")
         same, lines = _judged_audit(tmp_path, srv, tmp_path / "same", gate, bias=0, baseline=baseline, max_increase=0.1)
