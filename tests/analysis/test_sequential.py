@@ -101,3 +101,22 @@ def test_look_decision_certifies_at_its_own_level():
     assert look_decision(df, nominal_alpha=0.05, params=params, until="certify").reached
     d = look_decision(df, nominal_alpha=0.05, certify_alpha=1e-9, params=params, until="certify")
     assert not d.reached and d.certified == 0
+
+
+def test_compare_frames_alpha_is_the_level_of_the_gate_bounds():
+    """``compare_frames(alpha=)`` (the audit's spent level): alpha=0.05 is the default 90% interval;
+    a smaller alpha widens both bounds around the same change, the threshold stays."""
+    from edufair_metrics.analysis.compare import compare_frames
+
+    base, cand = _frame(120, 0.0, 1), _frame(120, 0.1, 2)
+    kw = dict(n_boot=100, seed=0, max_increase=0.15)
+    default = compare_frames(base, cand, **kw).headline
+    same = compare_frames(base, cand, alpha=0.05, **kw).headline
+    strict = compare_frames(base, cand, alpha=0.001, **kw).headline
+    assert same["gate_ci_low"] == pytest.approx(default["gate_ci_low"]) and same["gate_ci_high"] == pytest.approx(
+        default["gate_ci_high"])
+    assert strict["gate_delta"] == pytest.approx(default["gate_delta"])
+    assert strict["gate_threshold"] == pytest.approx(default["gate_threshold"])
+    assert strict["gate_ci_low"] < default["gate_ci_low"] < default["gate_ci_high"] < strict["gate_ci_high"]
+    half = (strict["gate_ci_high"] - strict["gate_ci_low"]) / (default["gate_ci_high"] - default["gate_ci_low"])
+    assert half == pytest.approx(norm.ppf(0.999) / norm.ppf(0.95), rel=1e-6)
