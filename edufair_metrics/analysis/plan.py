@@ -28,7 +28,9 @@ Deciding at n questions per task (the report's verdicts, ``analysis.verdicts``):
   in expectation over the audit's bootstrap noise (``FamilyInputs.certify_se_n``).
 The starting n comes from ``verdicts.n_for_flag`` / ``verdicts.n_for_certify`` (per-row power
 ``power^(1/R)`` for the family); the planner then takes the smallest n whose probability above
-reaches the goal (bisection), at least the pair minimum. Among k = 1..``max_replicates`` it picks
+reaches the goal (bisection), at least the pair minimum and at least the 50 pairs from which the
+verdicts' p is the normal-theory Wilcoxon one (below, the exact sign-flip p is discrete and the
+model promises too much). Among k = 1..``max_replicates`` it picks
 the cheapest feasible plan, cost ∝ n · (c_q/c_r + k) per question and level; infeasible when n
 exceeds the bank's questions ("bank too small", with what it would need).
 """
@@ -208,12 +210,16 @@ def decide_probability(n: float, inputs: FamilyInputs, goal: PlanGoal, k: int = 
 
 
 def _smallest_n(start: float, inputs: FamilyInputs, goal: PlanGoal, k: int) -> int | None:
-    """The smallest n (>= the pair minimum) whose probability reaches ``goal.power``; None if
-    none below 10⁷."""
+    """The smallest n (>= the pair minimum and >= ``engine.EXACT_BELOW``) whose probability
+    reaches ``goal.power``; None if none below 10⁷. Below EXACT_BELOW (50) pairs the verdicts
+    decide by the exact sign-flip p, whose discreteness the normal power model does not see (plans
+    of 21 questions x 6 replicates decided well below their promise in ``sim_plan``)."""
+    from edufair_metrics.analysis.engine import EXACT_BELOW
+
     def ok(n: int) -> bool:
         return decide_probability(n, inputs, goal, k) >= goal.power
 
-    lo = max(2, int(goal.min_pairs))
+    lo = max(2, int(goal.min_pairs), int(EXACT_BELOW))
     if ok(lo):
         return lo
     hi = int(max(lo + 1, math.ceil(start if math.isfinite(start) else lo * 2)))
