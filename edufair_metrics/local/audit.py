@@ -300,13 +300,19 @@ def gate_look(baseline, frame, *, alpha: float, params: StatParams, max_increase
     """The CI gate of the audit's ``frame`` against the ``baseline`` frame at one-sided level
     ``alpha`` (``compare_frames(alpha=...)``): pass / fail / inconclusive; inconclusive too while the
     runs share fewer than :data:`GATE_MIN_QUESTIONS` questions in some domain, or too few for any
-    unit (a baseline of other questions is an error: one line)."""
+    unit, and never a pass on a zero standard error (a baseline of other questions is an error: one
+    line)."""
     from edufair_metrics.analysis.compare import compare_frames
 
     res = compare_frames(baseline, frame, n_boot=params.n_boot, seed=params.seed, min_pairs=params.min_pairs,
                          ses_summary=params.ses_summary, max_increase=max_increase, new_violations=new_violations,
                          fdr_method=params.fdr_method, equivalence_margin=params.equivalence_margin, alpha=alpha)
     if not res.headline.get("units") or min(res.n_questions.values(), default=0) < GATE_MIN_QUESTIONS:
+        return "inconclusive"
+    se = res.headline.get("gate_se", math.nan)
+    if res.status == "pass" and not (se > 0):
+        # no pass without evidence: at few questions the gate's variance, less the bootstrap's excess
+        # for squares, can reach 0 and an interval of width 0 would certify any change below M²
         return "inconclusive"
     return res.status
 
