@@ -309,10 +309,11 @@ def gate_look(baseline, frame, *, alpha: float, params: StatParams, max_increase
                          fdr_method=params.fdr_method, equivalence_margin=params.equivalence_margin, alpha=alpha)
     if not res.headline.get("units") or min(res.n_questions.values(), default=0) < GATE_MIN_QUESTIONS:
         return "inconclusive"
-    se = res.headline.get("gate_se", math.nan)
-    if res.status == "pass" and not (se > 0):
+    se, delta = res.headline.get("gate_se", math.nan), res.headline.get("gate_delta", math.nan)
+    if res.status == "pass" and not (se > 0) and delta != 0:
         # no pass without evidence: at few questions the gate's variance, less the bootstrap's excess
-        # for squares, can reach 0 and an interval of width 0 would certify any change below M²
+        # for squares, can reach 0, and an interval of width 0 would pass any change below the
+        # threshold (identical runs, a change of exactly 0 on every resample, still pass)
         return "inconclusive"
     return res.status
 
