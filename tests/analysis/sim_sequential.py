@@ -46,6 +46,10 @@ from edufair_metrics.analysis.sequential import certify_looks, flag_looks, look_
 from edufair_metrics.records import DialogueScores
 
 TASK = "edufair_explicit_physics"
+# the plans of the exact TOST (no bootstrap noise in the planner's se): both audits read the same
+# verdicts, so the comparison is like with like whatever the plan's size; the README's figures
+# were measured with these plans (826 questions at the defaults)
+EXACT = 10 ** 9
 METRIC = "actionability"
 
 
@@ -100,13 +104,13 @@ def run(rho, n_plan, n_max, looks, reps, rng, params):
 def fixed_n_for(decision: str, effect: float, probability: float, margin: float) -> int | None:
     """The planner's fixed n that reaches ``probability`` (capped at 0.99) for this tutor."""
     p = min(max(probability, 0.5), 0.99)
-    plan = plan_family(assumed_inputs(), PlanGoal(decision, effect, margin=margin, power=p))
+    plan = plan_family(assumed_inputs(n_boot=EXACT), PlanGoal(decision, effect, margin=margin, power=p))
     return plan.chosen.questions if plan.chosen else None
 
 
 def headline(args, rng, params) -> None:
     fair_r = args.margin / 3 if args.fair_r is None else args.fair_r
-    plan = plan_family(assumed_inputs(), PlanGoal("certify", fair_r, margin=args.margin))
+    plan = plan_family(assumed_inputs(n_boot=EXACT), PlanGoal("certify", fair_r, margin=args.margin))
     n_plan = plan.chosen.questions
     n_max = int(math.ceil(args.inflation * n_plan))
     print(f"fixed-n plan: {n_plan} questions (certify true |r| {fair_r:.3f} within {args.margin} with "
