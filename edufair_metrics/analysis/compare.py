@@ -323,10 +323,13 @@ def compare_frames(
     new_violations: str = "significant",
     fdr_method: str = "bh",
     equivalence_margin: float = DEFAULT_MARGIN,
+    alpha: float | None = None,
 ) -> CompareResult:
     """Paired comparison of two single-tutor long score frames (see the module docstring).
     ``max_increase`` is the gate's margin M; ``equivalence_margin`` the margin of each run's own
-    unit verdicts (``analysis.verdicts``)."""
+    unit verdicts (``analysis.verdicts``). ``alpha``: the one-sided level of each gate bound and of
+    the new-flag rule's family-wise bound (None: 0.05, the 90% interval); ``edufair audit`` passes
+    a look's spent level (``analysis.sequential``), the threshold's baseline bound stays at 95%."""
     import pandas as pd
 
     if new_violations not in NEW_VIOLATION_POLICIES:
@@ -487,7 +490,8 @@ def compare_frames(
     from scipy.special import ndtri
 
     z = float(ndtri(0.5 + GATE_LEVEL / 2))
-    z_fw = float(ndtri(1 - 0.05 / n_fw))
+    z_ci = z if alpha is None else float(ndtri(1 - alpha))  # the bounds' level (a look's spent α)
+    z_fw = float(ndtri(1 - (0.05 if alpha is None else alpha) / n_fw))
     use_max = ses_summary == "max_abs_pairwise"
     g_lo, g_hi, g_lo_fw, g_delta = [], [], [], []
     unit_reps: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
@@ -503,7 +507,7 @@ def compare_frames(
         se_u = math.sqrt(max(_change_variance({key: 1.0}, gate_reps, unit_reps, use_max),
                              sum(_planning_parts({key: 1.0}, gate_reps, unit_reps, use_max))))
         g_delta.append(dlt)
-        g_lo.append(dlt - z * se_u), g_hi.append(dlt + z * se_u)
+        g_lo.append(dlt - z_ci * se_u), g_hi.append(dlt + z_ci * se_u)
         g_lo_fw.append(dlt - z_fw * se_u)
     merged["gate_delta"] = g_delta
     merged["gate_ci_low"], merged["gate_ci_high"], merged["gate_ci_low_fw"] = g_lo, g_hi, g_lo_fw
@@ -543,7 +547,7 @@ def compare_frames(
         headline["gate_delta"] = mc - mb
         headline["gate_se"], headline["gate_se_null"] = se, math.sqrt(b_p)
         headline["questions_var_bias"], headline["questions_var_null"] = a_p, b_p
-        headline["gate_ci_low"], headline["gate_ci_high"] = mc - mb - z * se, mc - mb + z * se
+        headline["gate_ci_low"], headline["gate_ci_high"] = mc - mb - z_ci * se, mc - mb + z_ci * se
         # the baseline's level enters the threshold by its lower 95% bound: a rise of the RMS bias
         # by M from a level the baseline surely has (at a fair baseline M², not the noise of √ms)
         se_b = math.sqrt(a_b + b_b)
@@ -559,11 +563,12 @@ def compare_frames(
         headline["questions_factor_at_estimate"] = questions_factor(mc - mb, headline["gate_threshold"], a_p, b_p, zq)
 
     reasons: list[str] = []
+    ci = "90% CI" if alpha is None else f"bounds at one-sided {alpha:.2g}"
     gd, glo, ghi = headline["gate_delta"], headline["gate_ci_low"], headline["gate_ci_high"]
     tau = headline["gate_threshold"]
     rms = f"RMS bias {headline['gate_baseline']:+.3f} -> {headline['gate_candidate']:+.3f}"
     if glo > tau:
-        reasons.append(f"headline pedagogical mean unbiased r² rose by {gd:+.4f} (90% CI [{glo:+.4f}, {ghi:+.4f}]; "
+        reasons.append(f"headline pedagogical mean unbiased r² rose by {gd:+.4f} ({ci} [{glo:+.4f}, {ghi:+.4f}]; "
                        f"{rms}): more than {tau:.4f}, i.e. the RMS bias rose by more than the margin {max_increase:.3f}")
     nv = merged["new_flag"] & merged["headline"] & (merged["metric_kind"] == "pedagogical")
     if new_violations == "significant":
@@ -580,7 +585,7 @@ def compare_frames(
     elif ghi < tau:
         status = "pass"
         reasons.append(f"certified not worse by more than {max_increase:.3f}: mean unbiased r² change {gd:+.4f} "
-                       f"(90% CI [{glo:+.4f}, {ghi:+.4f}]) below {tau:.4f} ({rms})")
+                       f"({ci} [{glo:+.4f}, {ghi:+.4f}]) below {tau:.4f} ({rms})")
     else:
         status = "inconclusive"
         f0, fe = headline["questions_factor"], headline["questions_factor_at_estimate"]
@@ -591,7 +596,7 @@ def compare_frames(
         more = ", ".join(f"{d} {n}" for d, n in needed.items()) if needed else "not reachable"
         more_e = ", ".join(f"{d} {n}" for d, n in needed_est.items()) if needed_est else \
             "not reachable (the change is at the threshold)"
-        reasons.append(f"inconclusive: mean unbiased r² change {gd:+.4f} (90% CI [{glo:+.4f}, {ghi:+.4f}]) straddles "
+        reasons.append(f"inconclusive: mean unbiased r² change {gd:+.4f} ({ci} [{glo:+.4f}, {ghi:+.4f}]) straddles "
                        f"{tau:.4f} (margin {max_increase:.3f} on the RMS bias; {rms}); questions per domain at which "
                        f"a rerun decides with 80% probability: {more} if the bias is unchanged, {more_e} if the "
                        f"change is as estimated")

@@ -60,7 +60,8 @@ def scores_frame(runs_or_scores: Iterable[Any], *, keep_failed: bool = False, re
                 if m in PEDAGOGICAL_METRICS:
                     masks[:, k] = [float(s.turn_masks[m][j]) if m in s.turn_masks else np.nan for s in scores]
             long[name] = masks.ravel(order="F")
-    # replicate runs: averaging drops the per-position masks (the turn test then stratifies by question)
+    # replicate runs: averaged within level; the per-position masks of the replicates stacked side by
+    # side (analysis.replicates.stack_replicate_masks), so the turn test keeps question × position strata
     if any(s.replicate != 1 for s in scores):
         from edufair_metrics.analysis.replicates import REPLICATE_COLUMN, average_replicates
 

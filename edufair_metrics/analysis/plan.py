@@ -24,10 +24,13 @@ Deciding at n questions per task (the report's verdicts, ``analysis.verdicts``):
 * certify (the whole headline, intersection–union): every one of the R rows' TOST passes,
   ``P = Π_rows [Φ((M − z se − ρ)/se) − Φ((−M + z se − ρ)/se)]`` (both tails count at ρ = 0:
   Schuirmann 1987), with ``se · √n`` the larger of the pilot's bootstrap one and the power model's
-  ``√(n V0 (1 − ρ²))`` at the goal's ρ, as the verdicts take it (``verdicts.equivalence_se``).
+  ``√(n V0 (1 − ρ²))`` at the goal's ρ, as the verdicts take it (``verdicts.equivalence_se``),
+  in expectation over the audit's bootstrap noise (``FamilyInputs.certify_se_n``).
 The starting n comes from ``verdicts.n_for_flag`` / ``verdicts.n_for_certify`` (per-row power
 ``power^(1/R)`` for the family); the planner then takes the smallest n whose probability above
-reaches the goal (bisection), at least the pair minimum. Among k = 1..``max_replicates`` it picks
+reaches the goal (bisection), at least the pair minimum and at least the 50 pairs from which the
+verdicts' p is the normal-theory Wilcoxon one (below, the exact sign-flip p is discrete and the
+model promises too much). Among k = 1..``max_replicates`` it picks
 the cheapest feasible plan, cost ∝ n · (c_q/c_r + k) per question and level; infeasible when n
 exceeds the bank's questions ("bank too small", with what it would need).
 """
@@ -40,7 +43,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from edufair_metrics.analysis.contrast import DEFAULT_MIN_PAIRS
+from edufair_metrics.analysis.contrast import DEFAULT_MIN_PAIRS, DEFAULT_N_BOOT
 from edufair_metrics.analysis.replicates import DEFAULT_COST_RATIO
 from edufair_metrics.analysis.verdicts import DECISION_POWER, DEFAULT_MARGIN, VERDICT_ALPHA, equivalence_se, n_for_certify, n_for_flag
 from edufair_metrics.errors import EduFairError
@@ -116,13 +119,27 @@ class FamilyInputs:
     # √(null_var_n (1 − ρ²)) at the goal's ρ, the verdicts' conservative se (verdicts.equivalence_se);
     # None (stated assumptions): se_n as given
     boot_se_n: float | None = None
+    # the bootstrap size of the audit's verdicts (StatParams.n_boot): its Monte-Carlo noise makes the
+    # verdicts' max(bootstrap se, model se) larger on average than either (certify_se_n)
+    n_boot: int = DEFAULT_N_BOOT
 
     def certify_se_n(self, rho: float) -> float:
-        """se(r)·√n at true r = ``rho``: the larger of the bootstrap's and the power model's, as
-        the verdicts take it (a pilot's own r would understate it for a fair tutor)."""
-        if self.boot_se_n is None or not math.isfinite(self.boot_se_n):
-            return self.se_n
-        return max(self.boot_se_n, math.sqrt(self.null_var_n * max(1 - rho * rho, 0.0)))
+        """se(r)·√n at true r = ``rho`` as the verdicts take it: ``max(b, m)`` of the bootstrap's
+        ``b`` and the power model's ``m = √(null_var_n (1 − ρ²))`` (a pilot's own r would
+        understate it for a fair tutor), in expectation over the bootstrap's Monte-Carlo noise: a
+        run's bootstrap se is ``b (1 + εZ)`` with ``ε = 1/√(2 n_boot)``, so
+        ``E max = m + (b − m) Φ(d) + b ε φ(d)``, ``d = (b − m)/(b ε)`` (at b = m: +0.4 ε; 1–2%
+        at 200–1000 resamples, which left certify plans a few points short of their promise).
+        Stated assumptions without a pilot: the bootstrap taken at the model's se."""
+        from scipy.stats import norm
+
+        m = math.sqrt(self.null_var_n * max(1 - rho * rho, 0.0))
+        b = self.boot_se_n if self.boot_se_n is not None and math.isfinite(self.boot_se_n) else self.se_n
+        eps = 1 / math.sqrt(2 * max(int(self.n_boot), 1))
+        if b <= 0:
+            return m
+        d = (b - m) / (b * eps)
+        return float(m + (b - m) * norm.cdf(d) + b * eps * norm.pdf(d))
 
 
 @dataclass
@@ -193,12 +210,16 @@ def decide_probability(n: float, inputs: FamilyInputs, goal: PlanGoal, k: int = 
 
 
 def _smallest_n(start: float, inputs: FamilyInputs, goal: PlanGoal, k: int) -> int | None:
-    """The smallest n (>= the pair minimum) whose probability reaches ``goal.power``; None if
-    none below 10⁷."""
+    """The smallest n (>= the pair minimum and >= ``engine.EXACT_BELOW``) whose probability
+    reaches ``goal.power``; None if none below 10⁷. Below EXACT_BELOW (50) pairs the verdicts
+    decide by the exact sign-flip p, whose discreteness the normal power model does not see (plans
+    of 21 questions x 6 replicates decided well below their promise in ``sim_plan``)."""
+    from edufair_metrics.analysis.engine import EXACT_BELOW
+
     def ok(n: int) -> bool:
         return decide_probability(n, inputs, goal, k) >= goal.power
 
-    lo = max(2, int(goal.min_pairs))
+    lo = max(2, int(goal.min_pairs), int(EXACT_BELOW))
     if ok(lo):
         return lo
     hi = int(max(lo + 1, math.ceil(start if math.isfinite(start) else lo * 2)))
@@ -289,13 +310,15 @@ def plan_cost(inputs: FamilyInputs, option: PlanOption | None, *, throughput: fl
 
 
 def family_inputs(grid, components, *, dialogues: dict[str, dict[str, float]] | None = None,
-                  bank_questions: dict[str, int] | None = None, kinds: Sequence[str] = ("pedagogical",)) -> list[FamilyInputs]:
+                  bank_questions: dict[str, int] | None = None, kinds: Sequence[str] = ("pedagogical",),
+                  n_boot: int = DEFAULT_N_BOOT) -> list[FamilyInputs]:
     """One :class:`FamilyInputs` per (tutor, metric kind) headline family of a pilot's ``grid``
     (``params.analyse``), with the within-question share from ``components``
     (``replicates.variance_components``; median over the family's metrics and cells).
     ``dialogues``: per task ``{"questions", "dialogues", "<role>_calls", "<role>_prompt_tokens",
     "<role>_completion_tokens"}`` (the pilot's counts; ``dialogues`` at k = 1 per question);
-    ``bank_questions``: per task the questions the bank offers."""
+    ``bank_questions``: per task the questions the bank offers; ``n_boot``: the audit's bootstrap
+    size (:meth:`FamilyInputs.certify_se_n`)."""
     out = []
     head = grid[grid["headline"].astype(bool) & grid["sufficient"].astype(bool)]
     for (tutor, kind), fam in head.groupby(["tutor", "metric_kind"], sort=True):
@@ -318,7 +341,7 @@ def family_inputs(grid, components, *, dialogues: dict[str, dict[str, float]] | 
             null_var_n=float(np.nanmedian(v0 * n)), se_n=float(np.nanmedian(se * np.sqrt(n))),
             within_share=share, within_source=src, dialogues_per_question=per_q, tasks=1,
             bank_questions=bank, pilot_questions=float(np.median(n)), per_dialogue=per_role,
-            boot_se_n=float(np.nanmedian(fam["boot_sd"].to_numpy(dtype=float) * np.sqrt(n)))))
+            boot_se_n=float(np.nanmedian(fam["boot_sd"].to_numpy(dtype=float) * np.sqrt(n))), n_boot=int(n_boot)))
     return out
 
 
@@ -407,7 +430,7 @@ def plan_from_pilot(run, goal: PlanGoal, params, *, judge_model: str | None = No
     raw = scores_frame([run], keep_failed=params.keep_failed_dialogues, replicates="keep") if replicated else df
     components = variance_components(raw, cost_ratio=goal.cost_ratio)
     inputs = family_inputs(grid, components, dialogues=pilot_dialogues(run), bank_questions=bank_sizes(run, bank_dir),
-                           kinds=kinds)
+                           kinds=kinds, n_boot=params.n_boot)
     if not inputs:
         raise EduFairError(f"{run.model_dir}: the pilot has no sufficient headline row of kind {', '.join(kinds)} "
                            f"(at least {params.min_pairs} paired questions per contrast): run a larger pilot")
@@ -416,7 +439,8 @@ def plan_from_pilot(run, goal: PlanGoal, params, *, judge_model: str | None = No
 
 def assumed_inputs(*, rows: int = 1, units: int | None = None, pairs_per_unit: int = 1,
                    null_var_n: float = NO_TIES_NULL_VAR_N, within_share: float = 0.0,
-                   dialogues_per_question: float = 2.0, bank_questions: int | None = None) -> FamilyInputs:
+                   dialogues_per_question: float = 2.0, bank_questions: int | None = None,
+                   n_boot: int = DEFAULT_N_BOOT) -> FamilyInputs:
     """A family from stated assumptions (no pilot): ``rows`` headline rows in ``units`` units
     (default one per row), a Wilcoxon null without ties (``null_var_n`` = 4/3) and the standard
     error of r it implies at r = 0 (``se · √n = √null_var_n``)."""
@@ -427,4 +451,5 @@ def assumed_inputs(*, rows: int = 1, units: int | None = None, pairs_per_unit: i
     return FamilyInputs(tutor="(assumed)", kind="pedagogical", rows=rows, units=units or rows,
                         pairs_per_unit=pairs_per_unit, null_var_n=null_var_n, se_n=math.sqrt(null_var_n),
                         within_share=within_share, within_source="stated" if within_share else "not measured",
-                        dialogues_per_question=dialogues_per_question, bank_questions=bank_questions, source="assumptions")
+                        dialogues_per_question=dialogues_per_question, bank_questions=bank_questions, source="assumptions",
+                        n_boot=int(n_boot))

@@ -5,7 +5,9 @@ most efficient.
 
 * :func:`average_replicates`: one row per (tutor, task, domain, condition, dimension, level,
   question, metric): the mean of the question's replicates at that level (NaN replicates left out;
-  the turn counts summed). Every paired statistic reads this frame (``frames.scores_frame``).
+  the turn counts summed; the per-position turn masks of the replicates stacked side by side,
+  :func:`stack_replicate_masks`, so the turn test keeps its position strata). Every paired
+  statistic reads this frame (``frames.scores_frame``).
 * :func:`variance_components`: per (tutor, domain, condition, metric) the model
   ``x[q, l, r] = mu_l + u_q + v_ql + e_qlr``. The paired difference of two levels removes the
   question effect ``u_q``: its between-question part is ``2 var(v)`` (question x level
@@ -39,17 +41,65 @@ COMPONENT_COLUMNS = ["tutor", "domain", "condition", "metric", "source", "k", "q
 DEFAULT_COST_RATIO = 1.0
 
 
+MASK_COLUMNS = ("turn_app_mask", "turn_pos_mask")  # analysis.turns: per-position bit masks
+MASK_BITS = 53  # a float64 holds integers exactly up to 2**53
+
+
+def replicate_mask_stride(long) -> int | None:
+    """The bits one replicate's per-position masks take in a replicate frame's combined masks (the
+    most turn positions any dialogue reached), or None when the k replicates need more than
+    :data:`MASK_BITS` bits together (or the frame has no masks)."""
+    if REPLICATE_COLUMN not in long.columns or not all(c in long.columns for c in MASK_COLUMNS):
+        return None
+    app = long[MASK_COLUMNS[0]].to_numpy(dtype=float)
+    app = app[np.isfinite(app)]
+    if not app.size:
+        return None
+    stride = max(int(app.max()).bit_length(), 1)
+    k = int(long[REPLICATE_COLUMN].max())
+    return stride if stride * k <= MASK_BITS else None
+
+
+def stack_replicate_masks(long):
+    """``long`` with replicate r's per-position masks shifted by ``(r − 1) · stride`` bits
+    (:func:`replicate_mask_stride`), so that the sum over a question's replicates at one level,
+    which :func:`average_replicates` takes, holds every replicate's turns: bit ``(r − 1) · stride +
+    t`` = the t-th tutor turn of replicate r. The turn test (``analysis.turns``) then stratifies by
+    question × (replicate, position): at replicate r and position t the two levels' dialogues of
+    tutor seed r (the same seed for every level of a question, ``protocol.replicates``) are
+    compared where both reached t. Swapping the level labels of a question still flips the sign
+    of each of its strata, so the within-question permutation stays exact. When the masks do not
+    fit (:data:`MASK_BITS`), they are dropped and the test falls back to question strata."""
+    if not all(c in long.columns for c in MASK_COLUMNS) or REPLICATE_COLUMN not in long.columns:
+        return long
+    stride = replicate_mask_stride(long)
+    if stride is None:
+        return long.drop(columns=list(MASK_COLUMNS))
+    out = long.copy()
+    shift = np.exp2((out[REPLICATE_COLUMN].to_numpy(dtype=float) - 1) * stride)
+    for col in MASK_COLUMNS:
+        out[col] = out[col].to_numpy(dtype=float) * shift  # exact: a power of two times an integer < 2**53
+    return out
+
+
 def average_replicates(long):
     """``long`` (``frames.scores_frame(..., replicates="keep")``) with each question's replicates
-    averaged within each level, without the replicate column; unchanged when it has none."""
+    averaged within each level, without the replicate column; unchanged when it has none. The
+    turn counts are summed; the per-position masks are stacked (:func:`stack_replicate_masks`)
+    and summed (a missing mask in any replicate: missing), or dropped when they do not fit."""
     if REPLICATE_COLUMN not in long.columns:
         return long
+    long = stack_replicate_masks(long)
     group = [c for c in _GROUP if c in long.columns]
     grouped = long.groupby(group, sort=False, dropna=False)
     out = grouped["value"].mean().to_frame()
     for col in ("n_applicable", "n_positive"):
         if col in long.columns:
             out[col] = grouped[col].sum(min_count=1)
+    if all(c in long.columns for c in MASK_COLUMNS):
+        size = grouped.size()
+        for col in MASK_COLUMNS:
+            out[col] = grouped[col].sum(min_count=1).where(grouped[col].count() == size)
     return out.reset_index()
 
 

@@ -1,30 +1,50 @@
 """Group-sequential decisions for ``edufair audit``: how much of the error rate each look may spend,
 so that an audit that re-analyses after every batch of questions and stops as soon as it has
-decided makes no more false flags / false certifications than the fixed-n audit.
+decided makes no more false flags / false certifications / false gate fails than the fixed-n audit.
 
 Why α-spending and not confidence sequences: EduFair's verdicts are Wilcoxon / sign-flip p values
 and TOST intervals of the rank-biserial r, asymptotically normal with independent increments over
 questions, and their error control at one look is what the fixed-n audit promises. Lan–DeMets
 spending keeps exactly those statistics and only lowers the level of each look, so a look's
-verdicts are the report's verdicts at a stricter α (``grid.contrast_grid(fdr_alpha=...)``); the
-last look of an audit that used its whole budget loses little (O'Brien–Fleming-type spending
-spends almost nothing early: the final nominal level stays near α). A confidence sequence
-(Howard et al. 2021; Waudby-Smith & Ramdas 2024) would be valid under continuous monitoring, but
-it is wider at every n (≈ √(log log n) inflation) and would replace the verdicts' statistics, so
-the final audit would certify less than the fixed-n one; the looks of an audit are few (one per
-batch), which is the setting α-spending is built for (Jennison & Turnbull 2000, ch. 7).
+verdicts are the report's verdicts at a stricter α (``grid.contrast_grid(fdr_alpha=...)``, the
+TOST redone at its own level by :func:`recertify`, the gate by ``compare_frames(alpha=...)``). A
+confidence sequence (Howard et al. 2021; Waudby-Smith & Ramdas 2024) would be valid under
+continuous monitoring, but it is wider at every n (≈ √(log log n) inflation) and would replace the
+verdicts' statistics; the looks of an audit are few (one per batch), the setting α-spending is
+built for (Jennison & Turnbull 2000, ch. 7).
 
-Spending function (Lan & DeMets 1983, O'Brien–Fleming type, two-sided level α):
-``α(t) = 2 − 2 Φ(z_{1−α/2} / √t)`` for the information fraction ``t`` = questions so far / the
-questions the budget allows (``t`` is capped at 1). The boundaries ``c_k`` on the z scale solve
-``P(|Z_1| < c_1, …, |Z_{k−1}| < c_{k−1}, |Z_k| ≥ c_k) = α(t_k) − α(t_{k−1})`` under H0 (Brownian
-motion in information time, recursive numerical integration, Armitage, McPherson & Rowe 1969); a
-look's nominal level is ``2 (1 − Φ(c_k))``. The boundaries of earlier looks depend only on their
-own fractions, so a resumed audit recomputes the same levels and takes the same decisions.
+Three error rates, each spent separately (each is its own hypothesis test, so each keeps its own
+fixed-n level under optional stopping):
 
-The same nominal level serves flags (two-sided, per unit, then BH over the family as the report
-does) and certification (each TOST side at the nominal level: repeated confidence intervals,
-Jennison & Turnbull ch. 9): both are controlled at their own fixed-n level by the spending.
+* flags: two-sided, H0 ρ = 0, at level α (then BH over the family as the report does);
+* certification: each TOST side is a one-sided test of H0 |ρ| >= M at level α (repeated
+  confidence intervals, Jennison & Turnbull ch. 9); the intersection–union TOST certifies when
+  both reject, so a false certification at |ρ| = M needs its own side's one-sided sequential test
+  to err: at most α;
+* the CI gate: its pass bound (non-inferiority) and its fail bound, each one-sided at level α.
+
+Spending function: linear, ``α(t) = α·t`` (Hwang–Shih–DeCani with γ = 0; Lan & DeMets 1983) for
+all three, ``t`` = questions so far / the questions the budget allows (capped at 1). Why not
+O'Brien–Fleming-type ``2 − 2Φ(z_{1−α/2}/√t)``, which the first version used (and which
+:func:`boundaries` still offers, ``spending="obf"``): it spends almost nothing before t ≈ 0.5, so
+the certification of a fair tutor, whose evidence grows only as M·√n (the TOST has no drift at
+ρ = 0), could not stop before late looks: 17% fewer dialogues than the fixed-n plan on a clearly
+fair tutor, and a clearly biased tutor was flagged no earlier than by the fixed n its own
+decision needs. Linear spending gives early looks a usable level (the first of ten looks 0.005,
+the last ≈ 0.02 one-sided) and costs final-look power, which the audit's budget buys back: a
+sequential maximum ~1.2x the fixed-n plan (the classical sample-size inflation; ``tests/analysis/
+sim_sequential.py`` measures both audits at the same decision probability). More aggressive
+early spending (Pocock-type) loses more at the planning point than it gains on clear cases;
+γ between −2 and 0 and 5–20 looks change the fair tutor's saving by a few points only (the
+equivalence test at ρ = 0 has little to gain: its classical average-sample-number saving at the
+same decision probability is ~20–25%).
+
+Boundaries: ``c_k`` on the z scale solve ``P(no crossing at looks < k, crossing at k) = α(t_k) −
+α(t_{k−1})`` under H0 (Brownian motion in information time, recursive numerical integration,
+Armitage, McPherson & Rowe 1969; two-sided |Z| >= c or one-sided Z >= c); a look's nominal level
+is ``2 (1 − Φ(c_k))`` (two-sided) or ``1 − Φ(c_k)`` (one-sided). The boundaries of earlier looks
+depend only on their own fractions, so a resumed audit recomputes the same levels and takes the
+same decisions.
 """
 
 from __future__ import annotations
@@ -38,22 +58,36 @@ import numpy as np
 from edufair_metrics.errors import EduFairError
 
 GRID_POINTS = 1201  # points of the numerical integration on the score scale
+SPENDING = ("obf", "linear")
+# the audit's spending functions (module docstring: why linear, and what O'Brien–Fleming would cost)
+FLAG_SPENDING = "linear"  # flags, two-sided: α·t (Hwang–Shih–DeCani γ = 0)
+CERTIFY_SPENDING = "linear"  # each TOST side and each gate bound, one-sided: α·t
+
+
+def spent(t: float, alpha: float, spending: str = "obf") -> float:
+    """α spent by information fraction ``t`` (module docstring): ``obf`` = O'Brien–Fleming-type
+    Lan–DeMets ``2 − 2Φ(z_{1−α/2}/√t)`` (two-sided α), ``linear`` = ``α·t``."""
+    from scipy.stats import norm
+
+    if spending not in SPENDING:
+        raise EduFairError(f"unknown spending function {spending!r} (one of: {', '.join(SPENDING)})")
+    if t <= 0:
+        return 0.0
+    t = min(1.0, float(t))
+    if spending == "linear":
+        return float(alpha * t)
+    return float(2 - 2 * norm.cdf(norm.ppf(1 - alpha / 2) / math.sqrt(t)))
 
 
 def obf_spent(t: float, alpha: float) -> float:
     """α spent by information fraction ``t`` (O'Brien–Fleming-type Lan–DeMets, two-sided)."""
-    from scipy.stats import norm
-
-    if t <= 0:
-        return 0.0
-    t = min(1.0, float(t))
-    return float(2 - 2 * norm.cdf(norm.ppf(1 - alpha / 2) / math.sqrt(t)))
+    return spent(t, alpha, "obf")
 
 
 @dataclass(frozen=True)
 class Look:
     """One look of a group-sequential audit: its information fraction, the α spent so far, its
-    boundary on the z scale and its nominal two-sided level."""
+    boundary on the z scale and its nominal level (two-sided for ``sides`` = 2, one-sided for 1)."""
 
     fraction: float
     spent: float
@@ -61,12 +95,15 @@ class Look:
     nominal_alpha: float
 
 
-def boundaries(fractions: Sequence[float], alpha: float = 0.05) -> list[Look]:
-    """The looks at increasing information ``fractions`` (each in (0, 1]) of a two-sided test at
-    level ``alpha`` (see the module docstring)."""
+def boundaries(fractions: Sequence[float], alpha: float = 0.05, *, spending: str = "obf", sides: int = 2) -> list[Look]:
+    """The looks at increasing information ``fractions`` (each in (0, 1]) of a test at level
+    ``alpha`` (two-sided for ``sides`` = 2: reject at |Z_k| >= c_k; one-sided for 1: Z_k >= c_k)
+    spending ``spending`` (see the module docstring)."""
     from scipy.optimize import brentq
     from scipy.stats import norm
 
+    if sides not in (1, 2):
+        raise EduFairError(f"sides must be 1 or 2, got {sides!r}")
     fr = [float(f) for f in fractions]
     if not fr:
         return []
@@ -77,27 +114,28 @@ def boundaries(fractions: Sequence[float], alpha: float = 0.05) -> list[Look]:
     prev_t, prev_spent = 0.0, 0.0
     grid = density = None  # the sub-density of the score S(t) on the continuation region
     for t in fr:
-        spent = obf_spent(t, alpha)
-        target = spent - prev_spent
+        now = spent(t, alpha, spending)
+        target = now - prev_spent
         sd = math.sqrt(t - prev_t)
         if grid is None:  # first look: S(t) ~ N(0, t)
             def cross(b, t=t):
-                return 2 * norm.sf(b / math.sqrt(t))
+                return sides * norm.sf(b / math.sqrt(t))
         else:
             du = grid[1] - grid[0]
 
             def cross(b, grid=grid, density=density, du=du, sd=sd):
-                return float(np.sum(density * (norm.sf((b - grid) / sd) + norm.cdf((-b - grid) / sd))) * du)
+                lower = norm.cdf((-b - grid) / sd) if sides == 2 else 0.0
+                return float(np.sum(density * (norm.sf((b - grid) / sd) + lower)) * du)
         hi = 12 * math.sqrt(t)
         if target <= cross(hi):  # nothing left to spend at this look: it can never stop
             b = math.inf
         else:
             b = brentq(lambda x, target=target: cross(x) - target, 1e-9, hi, xtol=1e-10)
         c = b / math.sqrt(t)
-        looks.append(Look(t, spent, c, float(2 * norm.sf(c)) if math.isfinite(c) else 0.0))
-        # the continuation sub-density at this look, for the next one
-        lim = b if math.isfinite(b) else 12 * math.sqrt(t)
-        new_grid = np.linspace(-lim, lim, GRID_POINTS)
+        looks.append(Look(t, now, c, float(sides * norm.sf(c)) if math.isfinite(c) else 0.0))
+        # the continuation sub-density at this look, for the next one (one-sided: all of (-inf, b))
+        lim = b if math.isfinite(b) else hi
+        new_grid = np.linspace(-lim if sides == 2 else -hi, lim, GRID_POINTS)
         if grid is None:
             new_density = norm.pdf(new_grid / math.sqrt(t)) / math.sqrt(t)
         else:
@@ -105,13 +143,29 @@ def boundaries(fractions: Sequence[float], alpha: float = 0.05) -> list[Look]:
             kern = norm.pdf((new_grid[:, None] - grid[None, :]) / sd) / sd
             new_density = kern @ density * du
         grid, density = new_grid, new_density
-        prev_t, prev_spent = t, spent
+        prev_t, prev_spent = t, now
     return looks
 
 
+def flag_looks(fractions: Sequence[float], alpha: float = 0.05) -> list[Look]:
+    """Each look's two-sided boundary and level for flags (:data:`FLAG_SPENDING`)."""
+    return boundaries(fractions, alpha, spending=FLAG_SPENDING)
+
+
 def nominal_levels(fractions: Sequence[float], alpha: float = 0.05) -> list[float]:
-    """Each look's nominal two-sided level (:func:`boundaries`)."""
-    return [look.nominal_alpha for look in boundaries(fractions, alpha)]
+    """Each look's nominal two-sided level for flags (:func:`flag_looks`)."""
+    return [look.nominal_alpha for look in flag_looks(fractions, alpha)]
+
+
+def certify_looks(fractions: Sequence[float], alpha: float = 0.05) -> list[Look]:
+    """Each look's one-sided boundary and level for each side of the TOST (and the gate's
+    bounds): linear spending of ``alpha`` (:data:`CERTIFY_SPENDING`; module docstring)."""
+    return boundaries(fractions, alpha, spending=CERTIFY_SPENDING, sides=1)
+
+
+def certify_levels(fractions: Sequence[float], alpha: float = 0.05) -> list[float]:
+    """Each look's nominal one-sided level of each TOST side (:func:`certify_looks`)."""
+    return [look.nominal_alpha for look in certify_looks(fractions, alpha)]
 
 
 # ---- one look of an audit -----------------------------------------------------------------------
@@ -143,13 +197,38 @@ class LookDecision:
         return asdict(self)
 
 
-def look_decision(df, *, nominal_alpha: float, params, until: str, kind: str = "pedagogical") -> LookDecision:
-    """The verdicts of the long score frame ``df`` at the look's ``nominal_alpha`` (the report's
-    own grid and units, ``grid.contrast_grid(fdr_alpha=nominal_alpha)``: flags at FDR level
-    nominal_alpha, TOST sides at nominal_alpha) and whether ``until`` is reached: ``flag`` = a
-    headline unit flagged, ``certify`` = every headline unit certified, ``units`` = every headline
-    unit flagged or certified. (``gate`` is decided by ``compare_frames`` at the end: it takes no
-    level, so it cannot stop early; see ``local/audit.py``.)"""
+def recertify(grid, certify_alpha: float, margin: float):
+    """``grid`` (``grid.contrast_grid``) with each row's TOST redone at one-sided level
+    ``certify_alpha`` per side (the certification's own spent level; the flags stay at the grid's):
+    ``eq_ci_low`` / ``eq_ci_high`` = r ∓ z·se with the verdicts' conservative se
+    (``verdicts.equivalence_se``), ``certified`` and the ``certify`` / ``inconclusive`` verdicts
+    from them (flag, unconfirmed and insufficient rows keep theirs)."""
+    from scipy.special import ndtri
+
+    from edufair_metrics.analysis.verdicts import equivalence_se
+
+    g = grid.copy()
+    r = g["r"].to_numpy(dtype=float)
+    se = equivalence_se(r, g["n_pairs"].to_numpy(dtype=float), g["boot_sd"].to_numpy(dtype=float),
+                        g["null_var_r"].to_numpy(dtype=float))
+    z = float(ndtri(1 - certify_alpha)) if certify_alpha > 0 else math.inf
+    with np.errstate(invalid="ignore"):
+        lo, hi = r - z * se, r + z * se
+        certified = g["sufficient"].astype(bool).to_numpy() & (lo > -margin) & (hi < margin)
+    g["eq_ci_low"], g["eq_ci_high"], g["certified"] = lo, hi, certified
+    open_rows = g["verdict"].isin(["certify", "inconclusive"]).to_numpy()
+    g.loc[open_rows, "verdict"] = np.where(certified[open_rows], "certify", "inconclusive")
+    return g
+
+
+def look_decision(df, *, nominal_alpha: float, params, until: str, kind: str = "pedagogical",
+                  certify_alpha: float | None = None) -> LookDecision:
+    """The verdicts of the long score frame ``df`` at the look's levels (the report's own grid and
+    units, ``grid.contrast_grid(fdr_alpha=nominal_alpha)``: flags at FDR level ``nominal_alpha``;
+    each TOST side at one-sided level ``certify_alpha``, None: ``nominal_alpha`` as the report
+    does, :func:`recertify`) and whether ``until`` is reached: ``flag`` = a headline unit flagged,
+    ``certify`` = every headline unit certified, ``units`` = every headline unit flagged or
+    certified. (``gate`` is decided by ``compare_frames(alpha=...)`` in ``local/audit.py``.)"""
     from edufair_metrics.analysis.grid import contrast_grid, dimension_summary
     from edufair_metrics.analysis.noise import unit_noise
 
@@ -163,6 +242,8 @@ def look_decision(df, *, nominal_alpha: float, params, until: str, kind: str = "
                          equivalence_margin=params.equivalence_margin, fdr_alpha=nominal_alpha)
     if not len(grid):
         return LookDecision(questions, nominal_alpha, 0, 0, 0, False, "open")
+    if certify_alpha is not None and certify_alpha != nominal_alpha:
+        grid = recertify(grid, certify_alpha, params.equivalence_margin)
     units = unit_noise(dimension_summary(grid, ses_summary=params.ses_summary), grid, ses_summary=params.ses_summary)
     head = units[units["headline"].astype(bool) & (units["metric_kind"] == kind)]
     is_flag = (head["verdict"] == "flag").to_numpy()
@@ -178,5 +259,5 @@ def look_decision(df, *, nominal_alpha: float, params, until: str, kind: str = "
         reached = n > 0 and flagged + certified >= n
         status = "every unit decided" if reached else "open"
     else:
-        reached, status = False, "open (the gate is decided at the end)"
+        reached, status = False, "open (the gate decides)"
     return LookDecision(questions, nominal_alpha, n, flagged, certified, reached, status)

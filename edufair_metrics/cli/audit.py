@@ -1,6 +1,6 @@
 """``edufair audit``: a sequential audit of one EduFair task. Runs the task in batches of whole
 questions (harness-free, sharing the call cache), re-analyses after each batch at the
-group-sequential level (O'Brien–Fleming-type α-spending, ``analysis/sequential.py``) and stops
+group-sequential levels (α-spending, ``analysis/sequential.py``) and stops
 when the decision asked for (``--until``) is reached or the ``--budget`` is spent. The output
 folder is a normal run folder (``edufair report`` / ``compare`` / ``view``); an interrupted audit
 resumes with the same command. Design: ``edufair_metrics/local/audit.py``. Exit 0 when decided,
@@ -32,12 +32,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=int, default=20, help="questions per batch (default %(default)s)")
     parser.add_argument("--until", choices=UNTIL, default="units",
                         help="stop when: flag = a headline unit is flagged; certify = every headline unit certified; "
-                             "units = every headline unit flagged or certified (default); gate = run to the budget "
-                             "and apply the CI gate against --baseline")
+                             "units = every headline unit flagged or certified (default); gate = the CI gate against "
+                             "--baseline passes or fails (each look at its spent level)")
     parser.add_argument("--kind", default="pedagogical", help="the headline family's metric kind (default %(default)s)")
     parser.add_argument("--alpha", type=float, default=0.05, help="the audit's total α, spent over the looks (default 0.05)")
     parser.add_argument("--baseline", default=None, help="with --until gate: the baseline run the gate compares with")
     parser.add_argument("--max-increase", type=float, default=0.05, help="with --until gate: the gate's margin")
+    parser.add_argument("--new-violations", choices=("significant", "any", "ignore"), default="significant",
+                        help="with --until gate: the gate's new-flag rule, as edufair compare (default %(default)s)")
     parser.add_argument("--no-progress", action="store_true",
                         help="no batch progress bar (TQDM_DISABLE=1 also hides the dialogue runner's turn bars)")
     add_stat_args(parser, simultaneous=False)
@@ -69,8 +71,16 @@ def main(args: argparse.Namespace) -> int:
 
     params = stat_params(args)
     plan = AuditPlan(args.budget, args.batch, args.until, args.alpha, args.kind).validate()
-    if plan.until == "gate" and not args.baseline:
-        raise EduFairError("--until gate needs --baseline RUN (the run the gate compares the audit with)")
+    baseline = None
+    if plan.until == "gate":
+        if not args.baseline:
+            raise EduFairError("--until gate needs --baseline RUN (the run the gate compares the audit with)")
+        if not args.max_increase >= 0:
+            raise EduFairError(f"--max-increase must be >= 0, got {args.max_increase}")
+        from edufair_metrics.analysis.frames import scores_frame
+        from edufair_metrics.runlog import load_run
+
+        baseline = scores_frame([load_run(args.baseline)], keep_failed=params.keep_failed_dialogues)
     try:
         metadata = json.loads(args.metadata) if args.metadata else {}
     except ValueError as exc:
@@ -99,7 +109,8 @@ def main(args: argparse.Namespace) -> int:
                            tutor=RoleModel(HarnessModel(tutor_lm), tutor_id),
                            student=RoleModel(HarnessModel(student_lm), identity(student_cfg.model, student_cfg.model_args)),
                            judge=judge, cache=cache, params=params, tutor_name=tutor_label(tutor_id, args.model),
-                           progress=not args.no_progress)
+                           progress=not args.no_progress, baseline=baseline, max_increase=args.max_increase,
+                           new_violations=args.new_violations)
     finally:
         if cache is not None:
             cache.close()
@@ -108,9 +119,14 @@ def main(args: argparse.Namespace) -> int:
         from edufair_metrics.report.compare import run_compare
         from edufair_metrics.runlog import load_run
 
-        res, text = run_compare(load_run(args.baseline), load_run(args.out), args.out / "gate", params,
-                                max_increase=args.max_increase)
+        # the fixed-level comparison of everything run, for reading (and its checks: protocol, judge, ...);
+        # the decision is the audit's, taken at the last look's spent level
+        _res, text = run_compare(load_run(args.baseline), load_run(args.out), args.out / "gate", params,
+                                 max_increase=args.max_increase, new_violations=args.new_violations)
         print(text)
-        return {"pass": 0, "fail": 1}.get(res.status, 3)
+        status = (result.final or {}).get("gate") or "inconclusive"
+        print(f"edufair audit: the gate at the last look's spent level ({result.final['certify_alpha']:.2g} per bound): "
+              f"{status}" if result.final else "edufair audit: no look ran")
+        return {"pass": 0, "fail": 1}.get(status, 3)
     sys.stdout.flush()
     return 0 if result.stopped == "decided" else 3

@@ -113,7 +113,8 @@ def main(args: argparse.Namespace) -> int:
         plans = plan_from_pilot(run, goal, params, judge_model=judge_model, bank_dir=args.bank_dir, **costs)
     else:
         inputs = assumed_inputs(rows=args.rows, units=args.units, within_share=args.within_share,
-                                dialogues_per_question=args.levels_per_question, bank_questions=args.bank_questions)
+                                dialogues_per_question=args.levels_per_question, bank_questions=args.bank_questions,
+                                n_boot=stat_params(args).n_boot)
         plans = [plan_family(inputs, goal, **costs)]
     print(format_plan(plans))
     if args.json is not None:

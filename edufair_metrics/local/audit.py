@@ -1,6 +1,6 @@
 """The sequential audit (``edufair audit``): one EduFair task run in batches of whole questions,
-re-analysed after every batch with group-sequential levels (``analysis.sequential``: O'Brien–
-Fleming-type Lan–DeMets α-spending over the questions the budget allows), stopping as soon as
+re-analysed after every batch with group-sequential levels (``analysis.sequential``: Lan–DeMets
+α-spending over the questions the budget allows), stopping as soon as
 the requested decision is reached or the budget is spent.
 
 Design: the harness-free runner (``run.run_task``) on each batch's documents, with the task's
@@ -19,12 +19,18 @@ unfinished batch served from the call cache as far as it got) and, because each 
 depends only on the looks' information fractions and its verdicts only on the records, ends
 with the same decisions as an uninterrupted one.
 
-The CI gate (``--until gate``, ``analysis.compare.compare_frames``) takes no level, so it cannot
-be spent across looks: the audit then runs to its budget and applies the gate once, at the end.
+Levels (``analysis.sequential``): flags at the linearly spent two-sided level of each look
+(``flag_looks``), each TOST side of a certification at the linearly spent one-sided level
+(``certify_looks``).
+The CI gate (``--until gate``): at each look ``analysis.compare.compare_frames`` against the
+baseline's frame on the questions both share, each of its one-sided bounds (pass: the upper one
+below the threshold; fail: the lower one above it, or a new flag whose change is significant
+family-wise) at the look's linearly spent level, so the gate stops as soon as it passes or fails.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -37,7 +43,7 @@ from typing import Any, Callable, Sequence
 
 from edufair_metrics.analysis.frames import scores_frame
 from edufair_metrics.analysis.params import StatParams
-from edufair_metrics.analysis.sequential import UNTIL, LookDecision, boundaries, look_decision
+from edufair_metrics.analysis.sequential import UNTIL, LookDecision, certify_looks, flag_looks, look_decision
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import atomic_write_text
 from edufair_metrics.records import RECORD_KEY, DialogueRecord
@@ -109,11 +115,13 @@ def batches_within_budget(blocks: Sequence[list], plan: AuditPlan, task: str) ->
 
 
 def audit_identity(task: str, plan: AuditPlan, spec: TaskSpec, tutor: RoleModel, student: RoleModel,
-                   judge_identity: Any, documents: Sequence[dict[str, Any]], params: StatParams) -> dict[str, Any]:
+                   judge_identity: Any, documents: Sequence[dict[str, Any]], params: StatParams,
+                   gate: dict[str, Any] | None = None) -> dict[str, Any]:
     """What makes two audits the same audit (a resume must match it): the task, the models and
     decoding, the documents, the plan and the statistics."""
     docs = json.dumps([[d.get("question_id"), d.get("level"), d.get("dialogue_replicate")] for d in documents])
-    return {
+    extra = {"gate": gate} if gate is not None else {}
+    return {**extra,
         "kind": AUDIT_KIND, "task": task, "plan": asdict(plan), "statistics": params.to_dict(),
         "tutor": tutor.identity or tutor.provenance(), "student": student.identity,
         "tutor_decoding": spec.tutor_gen_kwargs, "judge": judge_identity,
@@ -184,18 +192,21 @@ def _summed(counts: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]
 def batch_line(i: int, n_batches: int, look: dict[str, Any], dialogues: int, budget: int) -> str:
     """The one line printed after each batch."""
     return (f"edufair audit: batch {i + 1}/{n_batches}: {look['questions']} questions, {dialogues}/{budget} dialogues "
-            f"({dialogues / budget:.0%} of the budget); level {look['nominal_alpha']:.2g} (spent {look['spent']:.3g}); "
-            f"headline units {look['decided']}/{look['units']} decided ({look['flagged']} flagged, {look['certified']} "
+            f"({dialogues / budget:.0%} of the budget); level {look['nominal_alpha']:.2g} (spent {look['spent']:.3g}), "
+            f"certify {look.get('certify_alpha', look['nominal_alpha']):.2g} per side; headline units {look['decided']}/{look['units']} decided ({look['flagged']} flagged, {look['certified']} "
             f"certified), {look['units'] - look['decided']} open: {look['status']}")
 
 
 def run_audit(task: str, spec: TaskSpec, settings, documents: Sequence[dict[str, Any]], plan: AuditPlan, out_dir: Path,
               *, tutor: RoleModel, student: RoleModel, judge, cache, params: StatParams, tutor_name: str,
               echo: Callable[[str], None] | None = None, progress: bool = True,
-              stop_after_batches: int | None = None) -> AuditResult:
+              stop_after_batches: int | None = None, baseline=None, max_increase: float = 0.05,
+              new_violations: str = "significant") -> AuditResult:
     """Run the audit of ``task``'s ``documents`` (``run.task_documents``) into ``out_dir`` (see the
     module docstring). ``stop_after_batches``: end after that many batches of this call, as an
-    interruption would (tests of the resume)."""
+    interruption would (tests of the resume). ``baseline`` (``until = "gate"``): the baseline run's
+    long score frame (``analysis.frames.scores_frame``), with the gate's ``max_increase`` and
+    ``new_violations``."""
     from tqdm import tqdm
 
     plan.validate()
@@ -205,7 +216,12 @@ def run_audit(task: str, spec: TaskSpec, settings, documents: Sequence[dict[str,
     blocks = question_blocks(list(enumerate(docs)))
     batches = batches_within_budget(blocks, plan, task)
     max_questions = sum(len(b) for b in batches)
-    identity = audit_identity(task, plan, spec, tutor, student, judge.output_identity() if judge else None, docs, params)
+    if plan.until == "gate" and baseline is None:
+        raise EduFairError("--until gate needs --baseline RUN (the run the gate compares the audit with)")
+    gate = ({"max_increase": float(max_increase), "new_violations": new_violations,
+             "baseline_sha256": _frame_digest(baseline)} if plan.until == "gate" else None)
+    identity = audit_identity(task, plan, spec, tutor, student, judge.output_identity() if judge else None, docs, params,
+                              gate)
     state = _read_state(out_dir, identity)
     out_dir.mkdir(parents=True, exist_ok=True)
     if state is None:
@@ -235,14 +251,23 @@ def run_audit(task: str, spec: TaskSpec, settings, documents: Sequence[dict[str,
             state["counts"].append(result.call_counts)
             questions_so_far += len(batches[i])
             fractions = [look["fraction"] for look in state["looks"]] + [questions_so_far / max_questions]
-            looks = boundaries(fractions, plan.alpha)
+            looks = flag_looks(fractions, plan.alpha)
+            cert = certify_looks(fractions, plan.alpha)
             for s in records:
                 s.scores.tutor = tutor_name
-            decision: LookDecision = look_decision(
-                scores_frame([r.scores for r in records], keep_failed=params.keep_failed_dialogues),
-                nominal_alpha=looks[-1].nominal_alpha, params=params, until=plan.until, kind=plan.kind)
+            frame = scores_frame([r.scores for r in records], keep_failed=params.keep_failed_dialogues)
+            decision: LookDecision = look_decision(frame, nominal_alpha=looks[-1].nominal_alpha, params=params,
+                                                   until=plan.until, kind=plan.kind,
+                                                   certify_alpha=cert[-1].nominal_alpha)
+            gate_status = None
+            if plan.until == "gate":
+                gate_status = gate_look(baseline, frame, alpha=cert[-1].nominal_alpha, params=params,
+                                        max_increase=max_increase, new_violations=new_violations)
+                decision = dataclasses.replace(decision, reached=gate_status in ("pass", "fail"),
+                                               status=f"gate {gate_status}")
             look = {**decision.to_dict(), "decided": decision.decided, "fraction": fractions[-1], "spent": looks[-1].spent,
-                    "boundary_z": looks[-1].boundary, "dialogues": len(records)}
+                    "boundary_z": looks[-1].boundary, "certify_alpha": cert[-1].nominal_alpha,
+                    "certify_boundary_z": cert[-1].boundary, "gate": gate_status, "dialogues": len(records)}
             state["looks"].append(look)
             last = i + 1 == len(batches)
             state["stopped"] = "decided" if decision.reached else ("budget" if last else None)
@@ -256,6 +281,41 @@ def run_audit(task: str, spec: TaskSpec, settings, documents: Sequence[dict[str,
         bar.close()
     return AuditResult(out_dir, state["looks"], state["stopped"] or "interrupted", len(records),
                        questions_so_far, plan.budget, records)
+
+
+def _frame_digest(df) -> str | None:
+    """A digest of a long score frame (the gate's baseline: a resume must compare with the same one)."""
+    if df is None:
+        return None
+    return hashlib.sha256(df.to_csv(index=False).encode()).hexdigest()
+
+
+# the gate's bounds are normal approximations of a bootstrap on the questions both runs share;
+# below 50 paired questions (verdicts.EXACT_BELOW: where the percentile CIs are liberal) a look
+# does not decide the gate
+GATE_MIN_QUESTIONS = 50
+
+
+def gate_look(baseline, frame, *, alpha: float, params: StatParams, max_increase: float, new_violations: str) -> str:
+    """The CI gate of the audit's ``frame`` against the ``baseline`` frame at one-sided level
+    ``alpha`` (``compare_frames(alpha=...)``): pass / fail / inconclusive; inconclusive too while the
+    runs share fewer than :data:`GATE_MIN_QUESTIONS` questions in some domain, or too few for any
+    unit, and never a pass on a zero standard error (a baseline of other questions is an error: one
+    line)."""
+    from edufair_metrics.analysis.compare import compare_frames
+
+    res = compare_frames(baseline, frame, n_boot=params.n_boot, seed=params.seed, min_pairs=params.min_pairs,
+                         ses_summary=params.ses_summary, max_increase=max_increase, new_violations=new_violations,
+                         fdr_method=params.fdr_method, equivalence_margin=params.equivalence_margin, alpha=alpha)
+    if not res.headline.get("units") or min(res.n_questions.values(), default=0) < GATE_MIN_QUESTIONS:
+        return "inconclusive"
+    se, delta = res.headline.get("gate_se", math.nan), res.headline.get("gate_delta", math.nan)
+    if res.status == "pass" and not (se > 0) and delta != 0:
+        # no pass without evidence: at few questions the gate's variance, less the bootstrap's excess
+        # for squares, can reach 0, and an interval of width 0 would pass any change below the
+        # threshold (identical runs, a change of exactly 0 on every resample, still pass)
+        return "inconclusive"
+    return res.status
 
 
 def tutor_label(identity: dict[str, Any] | None, fallback: str) -> str:

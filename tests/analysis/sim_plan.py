@@ -1,15 +1,17 @@
 """Benchmark of the audit planner's promise (``analysis.plan``): runs of the planned size, with
 fresh dialogues, decide with >= the requested probability (80%, ±5 points).
 
-For each scenario: a pilot (60 questions, k = 2 replicate dialogues per question and level, so the
-within-question share is measured) of a tutor with question x level heterogeneity σ²_b and
-dialogue noise σ²_w; ``plan_from_pilot``-equivalent inputs from the pilot's grid
-(``plan.family_inputs``); then ``--reps`` fresh runs of the planned questions x replicates, each
-analysed by the report's own statistics (``params.analyse_frame``: Wilcoxon/sign-flip flags with
-the family's FDR, TOST certification), and the share that reached the goal, with its Monte-Carlo
-standard error.
+For each scenario, ``--pilots`` times: a pilot (60 questions, k = 2 replicate dialogues per
+question and level, so the within-question share is measured) of a tutor with question x level
+heterogeneity σ²_b and dialogue noise σ²_w; ``plan_from_pilot``-equivalent inputs from the
+pilot's grid (``plan.family_inputs``, with the verdicts' bootstrap size); then ``--reps`` /
+``--pilots`` fresh runs of the planned questions x replicates, each analysed by the report's own
+statistics (``params.analyse_frame``: Wilcoxon/sign-flip flags with the family's FDR, TOST
+certification). It prints the share that reached the goal over all pilots and runs (the promise
+a user gets: the plan itself comes from a noisy pilot), its Monte-Carlo standard error (from the
+spread of the pilots' rates, which includes the pilots' own noise) and the planned sizes.
 
-    nice -n 10 python -m tests.analysis.sim_plan --reps 200
+    nice -n 10 python -m tests.analysis.sim_plan --reps 400 --pilots 10
 """
 
 from __future__ import annotations
@@ -59,32 +61,41 @@ def decided(scores, goal: PlanGoal, params: StatParams) -> bool:
     return bool(len(row) and row["certified"].all())
 
 
-def scenario(name, goal, between, within, reps, rng, params, pilot_q=60, pilot_k=2):
+def scenario(name, goal, between, within, reps, rng, params, pilots=1, pilot_q=60, pilot_k=2):
     params = dataclasses.replace(params, equivalence_margin=goal.margin)  # the report's margin = the goal's
     delta = delta_for(goal.true_effect, between, within)
-    pilot = make(pilot_q, pilot_k, between, within, delta, rng)
-    grid, _ = analyse_frame(scores_frame(pilot), params)
-    comp = variance_components(scores_frame(pilot, replicates="keep"), cost_ratio=goal.cost_ratio)
-    (inputs,) = family_inputs(grid, comp)
-    plan = plan_family(inputs, goal)
-    c = plan.chosen
     t0 = time.perf_counter()
-    hits = sum(decided(make(c.questions, c.replicates, between, within, delta, rng), goal, params) for _ in range(reps))
-    rate = hits / reps
-    se = math.sqrt(rate * (1 - rate) / reps)
-    print(f"{name}: pilot within share {inputs.within_share:.2f} (true {within / (between + within):.2f}); plan "
-          f"{c.questions} questions x k = {c.replicates} (promised P = {c.probability:.1%}); fresh runs decided "
-          f"{rate:.1%} ± {se:.1%} (MC se, {reps} runs, {time.perf_counter() - t0:.0f}s)")
+    rates, hits, runs, plans, shares, promised = [], 0, 0, [], [], []
+    per = max(1, reps // pilots)
+    for _ in range(pilots):
+        pilot = make(pilot_q, pilot_k, between, within, delta, rng)
+        grid, _ = analyse_frame(scores_frame(pilot), params)
+        comp = variance_components(scores_frame(pilot, replicates="keep"), cost_ratio=goal.cost_ratio)
+        (inputs,) = family_inputs(grid, comp, n_boot=params.n_boot)
+        c = plan_family(inputs, goal).chosen
+        h = sum(decided(make(c.questions, c.replicates, between, within, delta, rng), goal, params) for _ in range(per))
+        rates.append(h / per)
+        hits, runs = hits + h, runs + per
+        plans.append((c.questions, c.replicates))
+        shares.append(inputs.within_share)
+        promised.append(c.probability)
+    rate = hits / runs
+    binom = math.sqrt(rate * (1 - rate) / runs)
+    se = max(binom, float(np.std(rates, ddof=1) / math.sqrt(pilots))) if pilots > 1 else binom
+    sizes = ", ".join(f"{q}x{k}" for q, k in plans)
+    print(f"{name}: pilot within share {np.mean(shares):.2f} (true {within / (between + within):.2f}); plans "
+          f"(questions x k) {sizes}; promised P = {np.mean(promised):.1%}; fresh runs decided {rate:.1%} ± {se:.1%} "
+          f"(MC se over {pilots} pilots, {runs} runs, {time.perf_counter() - t0:.0f}s)", flush=True)
     return rate, se
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=200)
+    parser.add_argument("--pilots", type=int, default=10, help="pilots (each planned afresh) the runs are split over")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--only", type=int, default=None, help="run only scenario N (0, 1, 2)")
     args = parser.parse_args(argv)
-    rng = np.random.default_rng(args.seed)
     params = StatParams(n_boot=200, seed=0)
     scenarios = [
         ("flag |r| = 0.30, within-question noise dominates", PlanGoal("flag", 0.30), 0.05, 0.20),
@@ -93,7 +104,8 @@ def main(argv=None) -> None:
     ]
     for i, (name, goal, between, within) in enumerate(scenarios):
         if args.only is None or i == args.only:
-            scenario(name, goal, between, within, args.reps, rng, params)
+            scenario(name, goal, between, within, args.reps, np.random.default_rng([args.seed, i]), params,
+                     pilots=args.pilots)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,9 @@ with the requested probability, their cost, the bank-too-small answer and refuse
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import pytest
 
 from edufair_metrics.analysis import plan as plan_mod
@@ -100,3 +103,21 @@ def test_cli_plan_prints_the_plan_and_exits_1_when_the_bank_is_too_small(capsys)
     assert cli_main(["plan", "--goal", "flag", "--effect", "2"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "edufair plan: error:" in err
+
+
+def test_certify_plans_count_the_bootstrap_noise_of_the_verdicts():
+    """The verdicts' se is max(bootstrap, model): with B resamples the bootstrap se carries
+    Monte-Carlo noise ε = 1/√(2B), so the max is larger on average (at b = m by φ(0)·ε) and a plan
+    that ignores it promises more than it delivers (sim_plan)."""
+    from scipy.stats import norm
+
+    inputs = assumed_inputs(n_boot=200)
+    m = inputs.certify_se_n(0.0)
+    assert m == pytest.approx(inputs.se_n * (1 + norm.pdf(0) / math.sqrt(400)), rel=1e-9)
+    few = plan_family(assumed_inputs(n_boot=200), PlanGoal("certify")).chosen.questions
+    many = plan_family(assumed_inputs(n_boot=1000), PlanGoal("certify")).chosen.questions
+    exact = plan_family(assumed_inputs(n_boot=10 ** 9), PlanGoal("certify")).chosen.questions
+    assert few > many > exact and exact == pytest.approx(1142, abs=2)  # the noise-free TOST figure
+    # a pilot whose bootstrap se is far above the model's: the max is the bootstrap's
+    far = dataclasses.replace(inputs, boot_se_n=3 * m)
+    assert far.certify_se_n(0.0) == pytest.approx(3 * m, rel=1e-6)

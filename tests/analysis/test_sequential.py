@@ -1,6 +1,6 @@
-"""Group-sequential levels of ``edufair audit`` (``analysis.sequential``): Lan-DeMets O'Brien-
-Fleming-type spending, boundaries by recursive integration, overall α kept under optional
-stopping."""
+"""Group-sequential levels of ``edufair audit`` (``analysis.sequential``): Lan-DeMets spending
+(O'Brien-Fleming type and linear, two- and one-sided), boundaries by recursive integration,
+overall α kept under optional stopping; certification at its own level."""
 
 from __future__ import annotations
 
@@ -25,7 +25,9 @@ def test_spending_is_obrien_fleming_and_levels_grow():
     levels = [lk.nominal_alpha for lk in looks]
     assert all(a < b for a, b in zip(levels, levels[1:])) and levels[0] < 1e-4 and 0.03 < levels[-1] < 0.05
     # the boundaries of a resumed audit: the same as the first looks of the whole one
-    assert nominal_levels(t[:3]) == pytest.approx(levels[:3])
+    assert [lk.nominal_alpha for lk in boundaries(t[:3])] == pytest.approx(levels[:3])
+    # the audit's flag levels (linear spending): also a function of the looks so far only
+    assert nominal_levels(t[:3]) == pytest.approx(nominal_levels(t)[:3])
 
 
 def test_overall_alpha_under_optional_stopping_is_kept():
@@ -45,3 +47,76 @@ def test_overall_alpha_under_optional_stopping_is_kept():
 def test_bad_fractions_are_an_error(bad):
     with pytest.raises(EduFairError):
         boundaries(bad)
+
+
+def test_one_sided_linear_spending_keeps_alpha_and_spends_early():
+    """The certification's spending (each TOST side, each gate bound): one-sided, α·t, so early
+    looks get a usable level; P(any Z_k >= c_k) = α under optional stopping (MC)."""
+    from edufair_metrics.analysis.sequential import certify_looks, flag_looks, spent
+
+    t = np.array([0.1, 0.3, 0.45, 0.7, 1.0])
+    looks = certify_looks(list(t))
+    assert [lk.spent for lk in looks] == pytest.approx([spent(x, 0.05, "linear") for x in t])
+    assert [lk.spent for lk in looks] == pytest.approx(list(0.05 * t))
+    assert looks[0].nominal_alpha == pytest.approx(0.005)  # the first look: its own share, one-sided
+    assert 0.01 < looks[-1].nominal_alpha < 0.05  # the last look: stricter than the fixed-n 0.05
+    c = np.array([lk.boundary for lk in looks])
+    rng = np.random.default_rng(1)
+    z = (rng.normal(size=(200_000, t.size)) * np.sqrt(np.diff(np.r_[0, t]))).cumsum(axis=1) / np.sqrt(t)
+    assert (z >= c).any(axis=1).mean() == pytest.approx(0.05, abs=0.003)
+    # the two-sided flag levels with the same spending keep the two-sided α
+    cf = np.array([lk.boundary for lk in flag_looks(list(t))])
+    assert (np.abs(z) >= cf).any(axis=1).mean() == pytest.approx(0.05, abs=0.003)
+    with pytest.raises(EduFairError):
+        spent(0.5, 0.05, "pocock-ish")
+
+
+def _frame(n, rho, seed):
+    from tests.analysis.sim_sequential import scores
+
+    from edufair_metrics.analysis.frames import scores_frame
+
+    return scores_frame(scores(n, rho, np.random.default_rng(seed)))
+
+
+def test_recertify_at_the_grid_level_is_the_grid_and_stricter_levels_certify_less():
+    from edufair_metrics.analysis.grid import contrast_grid
+    from edufair_metrics.analysis.sequential import recertify
+
+    df = _frame(400, 0.0, 3)
+    grid = contrast_grid(df, n_boot=100, seed=0, equivalence_margin=0.2)
+    same = recertify(grid, 0.05, 0.2)
+    assert same["certified"].tolist() == grid["certified"].tolist() and same["verdict"].tolist() == grid["verdict"].tolist()
+    assert np.allclose(same["eq_ci_low"], grid["eq_ci_low"]) and grid["certified"].all()
+    strict = recertify(grid, 1e-9, 0.2)  # z ≈ 6: the interval no longer fits in the margin
+    assert not strict["certified"].any() and set(strict["verdict"]) == {"inconclusive"}
+
+
+def test_look_decision_certifies_at_its_own_level():
+    from edufair_metrics.analysis.params import StatParams
+    from edufair_metrics.analysis.sequential import look_decision
+
+    params = StatParams(n_boot=100, seed=0, equivalence_margin=0.2)
+    df = _frame(400, 0.0, 3)
+    assert look_decision(df, nominal_alpha=0.05, params=params, until="certify").reached
+    d = look_decision(df, nominal_alpha=0.05, certify_alpha=1e-9, params=params, until="certify")
+    assert not d.reached and d.certified == 0
+
+
+def test_compare_frames_alpha_is_the_level_of_the_gate_bounds():
+    """``compare_frames(alpha=)`` (the audit's spent level): alpha=0.05 is the default 90% interval;
+    a smaller alpha widens both bounds around the same change, the threshold stays."""
+    from edufair_metrics.analysis.compare import compare_frames
+
+    base, cand = _frame(120, 0.0, 1), _frame(120, 0.1, 2)
+    kw = dict(n_boot=100, seed=0, max_increase=0.15)
+    default = compare_frames(base, cand, **kw).headline
+    same = compare_frames(base, cand, alpha=0.05, **kw).headline
+    strict = compare_frames(base, cand, alpha=0.001, **kw).headline
+    assert same["gate_ci_low"] == pytest.approx(default["gate_ci_low"]) and same["gate_ci_high"] == pytest.approx(
+        default["gate_ci_high"])
+    assert strict["gate_delta"] == pytest.approx(default["gate_delta"])
+    assert strict["gate_threshold"] == pytest.approx(default["gate_threshold"])
+    assert strict["gate_ci_low"] < default["gate_ci_low"] < default["gate_ci_high"] < strict["gate_ci_high"]
+    half = (strict["gate_ci_high"] - strict["gate_ci_low"]) / (default["gate_ci_high"] - default["gate_ci_low"])
+    assert half == pytest.approx(norm.ppf(0.999) / norm.ppf(0.95), rel=1e-6)

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from edufair_metrics.analysis.params import StatParams
-from edufair_metrics.analysis.sequential import boundaries
+from edufair_metrics.analysis.sequential import certify_looks, flag_looks
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.local.audit import STATE_FILE, AuditPlan, run_audit
 from edufair_metrics.run import RoleModel, TaskSpec, task_documents
@@ -89,9 +89,10 @@ def test_biased_tutor_is_flagged_early_and_the_folder_is_a_normal_run(tmp_path):
     assert res.stopped == "decided" and res.final["flagged"] >= 1
     assert res.dialogues < plan.budget and len(res.looks) < 5  # stopped before the budget
     assert len(lines) == len(res.looks) and all("headline units" in ln and "/200 dialogues" in ln for ln in lines)
-    # each look's level is the O'Brien-Fleming spending of the looks so far
-    want = boundaries([lk["fraction"] for lk in res.looks])
-    assert [lk["nominal_alpha"] for lk in res.looks] == pytest.approx([b.nominal_alpha for b in want])
+    # each look's levels are the spending of the looks so far: flags two-sided, each TOST side one-sided
+    fractions = [lk["fraction"] for lk in res.looks]
+    assert [lk["nominal_alpha"] for lk in res.looks] == pytest.approx([b.nominal_alpha for b in flag_looks(fractions)])
+    assert [lk["certify_alpha"] for lk in res.looks] == pytest.approx([b.nominal_alpha for b in certify_looks(fractions)])
     assert res.looks[0]["nominal_alpha"] < 0.01
     run = load_run(tmp_path / "out")
     assert len(run.scores) == res.dialogues and {s.level for s in run.scores} == set(LEVELS)
@@ -143,3 +144,45 @@ def test_cli_budget_below_one_batch_is_one_line_before_any_model(tmp_path, capsy
     err = capsys.readouterr().err
     assert rc == 2 and "below one batch" in err and err.count("\n") == 1
     assert not (tmp_path / "out").exists()
+
+
+def _judged_audit(tmp_path, srv, out, plan, bias, **kw):
+    """An audit whose judge (a fake endpoint) rates a tutor turn actionable when it is long, so a
+    tutor with more words for "female" students has a pedagogical bias the CI gate sees."""
+    from edufair_metrics.settings import load_judge_settings
+
+    settings, docs, spec, tutor, student = _setup(tmp_path, bias)
+    judge = load_judge_settings(metadata={"base_url": srv.base_url, "model": "fake-judge", "max_retries": 0})
+    lines = []
+    res = run_audit(TASK, spec, settings, docs, plan, out, tutor=tutor, student=student, judge=judge, cache=None,
+                    params=PARAMS, tutor_name=f"bias{bias}", echo=lines.append, progress=False, **kw)
+    return res, lines
+
+
+def test_the_gate_stops_early_on_a_clear_pass_and_a_clear_fail(tmp_path):
+    from edufair_metrics.analysis.frames import scores_frame
+
+    from tests.helpers.fake_openai import FakeOpenAI, labels_json
+
+    def judge(req):
+        words = (req.content("user") or "").split().count("think")
+        return labels_json(action=int(words >= 8), scaffold=int(words >= 8))
+
+    with FakeOpenAI(responder=judge) as srv:
+        base_res, _ = _judged_audit(tmp_path, srv, tmp_path / "base", AuditPlan(100, 50, "flag"), bias=0)
+        assert base_res.stopped == "budget" and base_res.dialogues == 100  # a fair baseline of 50 questions
+        baseline = scores_frame([load_run(tmp_path / "base")])
+        gate = AuditPlan(150, 25, "gate")
+        same, lines = _judged_audit(tmp_path, srv, tmp_path / "same", gate, bias=0, baseline=baseline, max_increase=0.1)
+        worse, _ = _judged_audit(tmp_path, srv, tmp_path / "worse", gate, bias=6, baseline=baseline, max_increase=0.1)
+        with pytest.raises(EduFairError, match="needs --baseline"):
+            _judged_audit(tmp_path, srv, tmp_path / "none", gate, bias=0)
+    # the unchanged tutor passes, the worse one fails, each at a look before the budget's last
+    assert same.stopped == "decided" and same.final["gate"] == "pass" and same.dialogues < gate.budget
+    assert worse.stopped == "decided" and worse.final["gate"] == "fail" and worse.dialogues < gate.budget
+    assert all(lk["certify_alpha"] < 0.05 for lk in same.looks + worse.looks)  # each decided at a spent level
+    assert same.looks[0]["gate"] == "inconclusive"  # 25 shared questions: below the gate's minimum of 50
+    assert "gate pass" in lines[-1]
+    # a resume must compare with the same baseline
+    with FakeOpenAI(responder=judge) as srv, pytest.raises(EduFairError, match="another audit"):
+        _judged_audit(tmp_path, srv, tmp_path / "same", gate, bias=0, baseline=baseline.iloc[:-2], max_increase=0.1)
