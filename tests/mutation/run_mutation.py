@@ -103,10 +103,11 @@ def _operator(name: str):
     return cosmic_ray.plugins.get_operator(name)()
 
 
-def enumerate_mutants(module: str, root: Path = ROOT) -> list[Mutant]:
-    """Every mutant of ``module`` (a path relative to ``root``) under :data:`OPERATORS`."""
+def enumerate_mutants(module: str, root: Path = ROOT, *, with_after: bool = True) -> list[Mutant]:
+    """Every mutant of ``module`` (a path relative to ``root``) under :data:`OPERATORS`; without
+    ``with_after`` the mutated line is left empty (one parse per operator instead of one per
+    mutant: :func:`fill_after` adds it to the few that are sampled)."""
     from cosmic_ray.ast import ast_nodes, get_ast
-    from cosmic_ray.mutating import mutate_code
 
     source = (root / module).read_text(encoding="utf-8")
     tree = get_ast(source)
@@ -114,18 +115,25 @@ def enumerate_mutants(module: str, root: Path = ROOT) -> list[Mutant]:
     out: list[Mutant] = []
     for name in OPERATORS:
         op = _operator(name)
+        # the order cosmic-ray's MutationVisitor counts occurrences in, so occurrence i is the i-th
         positions = [pos for node in ast_nodes(tree) for pos in op.mutation_positions(node)]
         for occurrence, (start, _end) in enumerate(positions):
-            mutated = mutate_code(source, op, occurrence)
-            if mutated is None:
-                continue
-            new_lines = mutated.split("\n")
-            row = start[0] - 1
-            changed = [t for t in difflib.unified_diff(lines, new_lines, n=0, lineterm="")
-                       if t.startswith("+") and not t.startswith("+++")]
-            after = changed[0][1:] if changed else new_lines[row] if row < len(new_lines) else ""
-            out.append(Mutant(module, name, occurrence, start[0], lines[row], after))
+            out.append(Mutant(module, name, occurrence, start[0], lines[start[0] - 1], ""))
+    if with_after:
+        fill_after(out, source)
     return out
+
+
+def fill_after(mutants: list[Mutant], source: str) -> None:
+    """Set each mutant's ``after``: its line as mutated."""
+    from cosmic_ray.mutating import mutate_code
+
+    lines = source.split("\n")
+    for m in mutants:
+        new_lines = mutate_code(source, _operator(m.operator), m.occurrence).split("\n")
+        changed = [t for t in difflib.unified_diff(lines, new_lines, n=0, lineterm="")
+                   if t.startswith("+") and not t.startswith("+++")]
+        m.after = changed[0][1:] if changed else new_lines[m.line - 1] if m.line <= len(new_lines) else ""
 
 
 # third-party libraries every module's tests import: loaded once in this process, so that each
@@ -244,12 +252,13 @@ def run_module(module: str, spec: dict, run_cfg: dict, *, sample: int, seed: int
     added since), the others run again."""
     tests = list(spec["tests"])
     args = list(run_cfg.get("pytest_args", []))
-    mutants = enumerate_mutants(module, work)
+    mutants = enumerate_mutants(module, work, with_after=False)
     total = len(mutants)
     if sample and sample < total:
         mutants = random.Random(f"{seed}:{module}").sample(mutants, sample)
         mutants.sort(key=lambda m: (m.line, m.operator, m.occurrence))
     mutants = mutants[shard[0] - 1::shard[1]]  # shard i of n: every n-th mutant of the sample
+    fill_after(mutants, (work / module).read_text(encoding="utf-8"))
     previous = previous or {}
     rc, output, clean = _pytest(tests, args, work, None)
     if rc != 0:
