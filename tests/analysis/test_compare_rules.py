@@ -69,6 +69,11 @@ def test_the_gate_headline_is_a_weighted_mean_of_the_units(gate):
     # the change is measured on the r² scale (no singularity at zero), not of the signed roots
     assert h["gate_delta"] == pytest.approx(h["gate_ms_candidate"] - h["gate_ms_baseline"])
     assert h["gate_ci_low"] <= h["gate_delta"] <= h["gate_ci_high"]
+    # the threshold is a rise of the RMS bias by M from the baseline's lower 95% bound (below its estimate)
+    from edufair_metrics.analysis.compare import gate_threshold
+
+    assert h["gate_ms_baseline_low"] < h["gate_ms_baseline"]
+    assert h["gate_threshold"] == pytest.approx(gate_threshold(h["gate_ms_baseline_low"], 0.05))
     row = used.iloc[0]
     assert row["gate_delta"] == pytest.approx(float(row["r2_unbiased_candidate"] - row["r2_unbiased_baseline"]))
 
@@ -185,3 +190,16 @@ def test_the_headline_changes_are_differences_and_inconclusive_says_how_many_que
     gap = a["gate_threshold"]
     assert float(ndtr(gap / se_f - z) + ndtr(-gap / se_f - z)) == pytest.approx(0.80, abs=1e-6)
     assert at.questions_needed == {d: math.ceil(n * max(f0, 1.0)) for d, n in at.n_questions.items()}
+
+
+def test_an_inconclusive_gate_never_asks_for_fewer_questions_than_it_ran(gate, monkeypatch):
+    from edufair_metrics.analysis import compare
+
+    base, cand, kw, res = gate
+    h = res.headline
+    m_star = _margin_for(h["gate_ci_high"], h["gate_ms_baseline_low"])
+    # a rerun that would decide at a quarter of the questions: the run's own questions are the floor
+    monkeypatch.setattr(compare, "questions_factor", lambda *a, **k: 0.25)
+    at = compare_frames(base, cand, **kw, max_increase=m_star * 0.999)
+    assert at.status == "inconclusive"
+    assert at.questions_needed == at.n_questions == at.questions_needed_at_estimate
