@@ -246,10 +246,11 @@ def copy_tree(root: Path = ROOT) -> Path:
 
 def run_module(module: str, spec: dict, run_cfg: dict, *, sample: int, seed: int, equivalent: dict[str, str],
                work: Path, previous: dict[tuple[str, int], Mutant] | None = None, shard: tuple[int, int] = (1, 1),
-               log=print) -> list[Mutant]:
+               keep: tuple[str, ...] = ("caught",), progress=None, log=print) -> list[Mutant]:
     """Run the (sampled) mutants of one module in the scratch tree ``work``. ``previous``: outcomes
-    of an earlier run of the same module source; its caught mutants are kept (tests were only
-    added since), the others run again."""
+    of an earlier run of the same module source; those whose outcome is in ``keep`` are kept
+    (caught ones after tests were only added; also survived ones when a stopped run resumes), the
+    others run again. ``progress(mutants)`` is called after each mutant (to save them)."""
     tests = list(spec["tests"])
     args = list(run_cfg.get("pytest_args", []))
     mutants = enumerate_mutants(module, work, with_after=False)
@@ -274,8 +275,8 @@ def run_module(module: str, spec: dict, run_cfg: dict, *, sample: int, seed: int
             old = previous.get((m.operator, m.occurrence))
             if m.key in equivalent:
                 m.outcome = "equivalent"
-            elif old is not None and old.key == m.key and old.outcome == "caught":
-                m.outcome, m.seconds, m.failed_test = "caught", old.seconds, old.failed_test
+            elif old is not None and old.key == m.key and old.outcome in keep:
+                m.outcome, m.seconds, m.failed_test = old.outcome, old.seconds, old.failed_test
             else:
                 mutated = mutate_code(original, _operator(m.operator), m.occurrence)
                 path.write_text(mutated, encoding="utf-8")
@@ -292,6 +293,8 @@ def run_module(module: str, spec: dict, run_cfg: dict, *, sample: int, seed: int
                     m.outcome = "error"
                     m.failed_test = f"pytest exit {rc}"
             log(f"  [{i}/{len(mutants)}] {m.outcome:10s} line {m.line}: {m.key}")
+            if progress is not None:
+                progress(mutants)
     finally:
         path.write_text(original, encoding="utf-8")
     return mutants
@@ -309,6 +312,48 @@ def score(mutants: list[Mutant]) -> tuple[int, int, int, float, float]:
     s = caught / n if n else float("nan")
     low = float(beta.ppf(0.05, caught, survived + 1)) if caught else 0.0
     return caught, survived, equiv, s, low
+
+
+def interval(caught: int, survived: int) -> tuple[float, float]:
+    """The two-sided 95% Clopper–Pearson interval of the score caught / (caught + survived)."""
+    from scipy.stats import beta
+
+    n = caught + survived
+    if not n:
+        return float("nan"), float("nan")
+    low = float(beta.ppf(0.025, caught, survived + 1)) if caught else 0.0
+    high = float(beta.ppf(0.975, caught + 1, survived)) if survived else 1.0
+    return low, high
+
+
+def table(results: dict[str, list[Mutant]], totals: dict[str, int] | None = None) -> str:
+    """The score table (markdown) of ``results`` (module -> its mutants run)."""
+    totals = totals or {}
+    out = ["| module | mutants sampled (of all) | caught | survived | equivalent | score | 95% CI | "
+           "one-sided 95% lower bound |", "|---|---|---|---|---|---|---|---|"]
+    for mod, ms in results.items():
+        c, s, e, sc, low = score(ms)
+        lo, hi = interval(c, s)
+        of = f" of {totals[mod]}" if mod in totals else ""
+        out.append(f"| `{mod}` | {len(ms)}{of} | {c} | {s} | {e} | {100 * sc:.0f}% | "
+                   f"[{100 * lo:.1f}%, {100 * hi:.1f}%] | ≥ {100 * low:.1f}% |")
+    return "\n".join(out)
+
+
+def merge_runs(paths: list[Path], equivalent: dict[str, dict[str, str]] | None = None) -> dict[str, list[Mutant]]:
+    """The mutants of several ``--out`` files (shards of one sample, or a run and its ``--rerun``)
+    per module, a later file's outcome of the same mutant replacing an earlier one's; mutants
+    ``equivalent.toml`` lists now are counted as equivalent."""
+    equivalent = equivalent if equivalent is not None else load_equivalent()
+    merged: dict[str, dict[tuple[str, int], Mutant]] = {}
+    for path in paths:
+        for mod, ms in json.loads(Path(path).read_text()).items():
+            for d in ms:
+                m = Mutant(**d)
+                if m.key in equivalent.get(mod, {}):
+                    m.outcome = "equivalent"
+                merged.setdefault(mod, {})[(m.operator, m.occurrence)] = m
+    return {mod: sorted(ms.values(), key=lambda m: (m.line, m.operator, m.occurrence)) for mod, ms in merged.items()}
 
 
 def run_named(modules: list[str], cfg: dict, work: Path, log=print) -> list[tuple[str, str, str]]:
@@ -353,7 +398,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--named", action="store_true", help="run the changes named.toml lists instead of a sample")
     ap.add_argument("--rerun", type=Path, help="a JSON of an earlier run (same seed and sample, same module "
                                                 "source): keep its caught mutants, run the rest again")
+    ap.add_argument("--resume", type=Path, help="the --out file of a stopped run (same seed, sample, shard and "
+                                                 "module source): keep every outcome it has, run the rest")
+    ap.add_argument("--report", type=Path, nargs="+", metavar="JSON",
+                    help="print the score table of earlier --out files (shards, a run and its reruns) and exit")
     ns = ap.parse_args(argv)
+    if ns.report:
+        results = merge_runs(ns.report)
+        totals = {mod: len(enumerate_mutants(mod, with_after=False)) for mod in results if (ROOT / mod).exists()}
+        print(table(results, totals))
+        for mod, ms in results.items():
+            for m in ms:
+                if m.outcome in ("survived", "error"):
+                    print(f"{m.outcome}: {mod}:{m.line} {m.key}")
+        return 0
     cfg = load_config()
     modules = ns.module or list(cfg["modules"])
     unknown = [m for m in modules if m not in cfg["modules"]]
@@ -377,28 +435,41 @@ def main(argv: list[str] | None = None) -> int:
     shard = (int(i), int(n))
     equivalent = load_equivalent()
     previous: dict[str, dict[tuple[str, int], Mutant]] = {}
-    if ns.rerun:
-        for mod, ms in json.loads(ns.rerun.read_text()).items():
+    earlier = ns.resume or ns.rerun
+    if earlier:
+        for mod, ms in json.loads(earlier.read_text()).items():
             previous[mod] = {(d["operator"], d["occurrence"]): Mutant(**d) for d in ms}
+    keep = ("caught", "survived", "equivalent") if ns.resume else ("caught",)
     work = copy_tree()
     results: dict[str, list[Mutant]] = {}
+
+    def save(current: list[Mutant] | None = None, mod: str | None = None) -> None:
+        # written after every mutant (temp file, then rename), so a stopped run can --resume
+        if not ns.out:
+            return
+        done = dict(results)
+        if current is not None:
+            done[mod] = [m for m in current if m.outcome]
+        tmp = ns.out.with_name(ns.out.name + ".tmp")
+        tmp.write_text(json.dumps({k: [asdict(m) for m in ms] for k, ms in done.items()}, indent=1))
+        tmp.replace(ns.out)
+
     try:
         for mod in modules:
             results[mod] = run_module(mod, cfg["modules"][mod], cfg.get("run", {}), sample=ns.sample, seed=ns.seed,
                                       equivalent=equivalent.get(mod, {}), work=work,
-                                      previous=previous.get(mod), shard=shard)
+                                      previous=previous.get(mod), shard=shard, keep=keep,
+                                      progress=lambda ms, mod=mod: save(ms, mod))
+            save()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("\n| module | mutants run | caught | survived | equivalent | score (95% lower bound) |\n|---|---|---|---|---|---|")
-    for mod, ms in results.items():
-        c, s, e, sc, low = score(ms)
-        print(f"| `{mod}` | {len(ms)} | {c} | {s} | {e} | {100 * sc:.0f}% (≥ {100 * low:.0f}%) |")
+    totals = {mod: len(enumerate_mutants(mod, with_after=False)) for mod in results}
+    print("\n" + table(results, totals))
     for mod, ms in results.items():
         for m in ms:
             if m.outcome in ("survived", "error"):
                 print(f"{m.outcome}: {mod}:{m.line} {m.key}")
-    if ns.out:
-        ns.out.write_text(json.dumps({mod: [asdict(m) for m in ms] for mod, ms in results.items()}, indent=1))
+    save()
     return 0
 
 
