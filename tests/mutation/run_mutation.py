@@ -97,6 +97,25 @@ def load_equivalent(path: Path = EQUIVALENT) -> dict[str, dict[str, str]]:
     return {m: {e["mutant"]: e["why"] for e in entries} for m, entries in data.get("equivalent", {}).items()}
 
 
+def stale_entries(root: Path = ROOT) -> list[str]:
+    """Entries of ``equivalent.toml`` whose line is no longer in their module, and changes of
+    ``named.toml`` whose text is not (the code was rewritten: the entry must be rewritten too)."""
+    out = []
+    for mod, entries in load_equivalent().items():
+        lines = {line.strip() for line in (root / mod).read_text(encoding="utf-8").split("\n")}
+        out += [f"equivalent.toml: {mod}: {key}" for key in entries
+                if key.partition(": ")[2].partition("  ->  ")[0] not in lines]
+    with open(NAMED, "rb") as fh:
+        named = tomllib.load(fh).get("named", {})
+    for mod, changes in named.items():
+        source = (root / mod).read_text(encoding="utf-8")
+        for c in changes:
+            froms = [c["from"]] if isinstance(c["from"], str) else c["from"]
+            if any(f not in source for f in froms):
+                out.append(f"named.toml: {mod}: {c['what']}")
+    return out
+
+
 def _operator(name: str):
     import cosmic_ray.plugins
 
@@ -413,6 +432,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{m.outcome}: {mod}:{m.line} {m.key}")
         return 0
     cfg = load_config()
+    for entry in stale_entries():
+        print(f"warning: stale entry (its code is gone), rewrite or remove it: {entry}")
     modules = ns.module or list(cfg["modules"])
     unknown = [m for m in modules if m not in cfg["modules"]]
     if unknown:

@@ -64,3 +64,16 @@ def test_the_lists_name_modules_of_the_configuration():
         assert all(e["mutant"].count("  ->  ") == 1 and e["why"].strip() for e in entries)
     for entries in named.values():
         assert all(set(e) == {"what", "from", "to"} for e in entries)
+
+
+def test_an_entry_whose_code_is_gone_is_reported_stale(tmp_path):
+    from tests.mutation.run_mutation import load_equivalent, stale_entries
+
+    with open(NAMED, "rb") as fh:
+        named = tomllib.load(fh)["named"]
+    equivalent = load_equivalent()
+    for mod in set(named) | set(equivalent):
+        (tmp_path / mod).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / mod).write_text("x = 1\n")  # every module rewritten
+    stale = stale_entries(tmp_path)
+    assert len(stale) == sum(map(len, named.values())) + sum(map(len, equivalent.values()))
