@@ -62,6 +62,13 @@ def test_a_frame_without_replicates_is_returned_as_it_is():
     assert average_replicates(long) is long
 
 
+def test_a_missing_grouping_field_keeps_its_rows():
+    long = frame({("q1", "female"): [1.0, 3.0], ("q2", "female"): [5.0, 7.0]})
+    long["dimension"] = [None, None, "gender", "gender"]  # e.g. a condition without a dimension
+    out = average_replicates(long).set_index("question_id")["value"]
+    assert out.to_dict() == {"q1": 2.0, "q2": 6.0}
+
+
 def test_averaging_keeps_tutors_and_metrics_apart():
     a = frame({("q1", "female"): [1.0, 3.0]}, tutor="a")
     b = frame({("q1", "female"): [10.0, 30.0]}, tutor="b")
@@ -96,6 +103,19 @@ def test_k_star_is_cochrans_optimum_at_least_one(within, between, ratio, want):
     assert k_star(within, between, ratio) == pytest.approx(want)
 
 
+def test_by_default_a_new_question_costs_one_dialogue():
+    from edufair_metrics.analysis.replicates import DEFAULT_COST_RATIO
+
+    assert DEFAULT_COST_RATIO == 1.0
+    assert k_star(0.16, 0.04) == pytest.approx(2.0)
+    assert variance_components(frame(SPREAD)).iloc[0]["k_star"] == pytest.approx(
+        variance_components(frame(SPREAD), cost_ratio=1.0).iloc[0]["k_star"])
+    # within 1, between 3/8 (by hand: replicate variances 1/2, 1/2, 0, 1/2, 0, 9/2; ANOVA residual 7/8)
+    row = variance_components(frame(SPREAD)).iloc[0]
+    assert (row["within_var"], row["between_var"]) == pytest.approx((1.0, 0.375))
+    assert row["k_star"] == pytest.approx(math.sqrt(1 / 0.375)) and row["k_star_whole"] == 2.0
+
+
 def test_k_star_at_the_edges():
     assert k_star(0.1, 0.0) == math.inf  # only replicates buy precision
     assert k_star(0.1, -0.0) == math.inf
@@ -119,6 +139,11 @@ def test_the_whole_k_of_an_unknown_or_infinite_k_stays_so():
 TABLE = {("q1", "female"): [1.0, 3.0], ("q1", "male"): [0.0, 0.0],
          ("q2", "female"): [2.0, 2.0], ("q2", "male"): [5.0, 9.0],
          ("q3", "female"): [4.0, 6.0], ("q3", "male"): [1.0, 2.0]}
+
+
+# much dialogue noise, little question x level heterogeneity: k* > 1
+SPREAD = {("q1", "female"): [2.0, 3.0], ("q1", "male"): [4.0, 5.0], ("q2", "female"): [0.0, 0.0],
+          ("q2", "male"): [4.0, 5.0], ("q3", "female"): [1.0, 1.0], ("q3", "male"): [5.0, 2.0]}
 
 
 def _by_hand(table, k):
