@@ -120,6 +120,7 @@ def test_k_star_at_the_edges():
     assert k_star(0.1, 0.0) == math.inf  # only replicates buy precision
     assert k_star(0.1, -0.0) == math.inf
     assert k_star(0.0, 0.1) == 1.0 and k_star(0.0, 0.0) == 1.0  # no dialogue noise: one dialogue
+    assert k_star(-0.01, 0.1) == 1.0 and k_star(-0.01, 0.0) == 1.0  # nor with a negative estimate of it
     assert math.isnan(k_star(math.nan, 0.1)) and math.isnan(k_star(0.1, math.nan))
     assert math.isnan(k_star(math.inf, 0.1)) and math.isnan(k_star(0.1, math.inf))
 
