@@ -76,6 +76,8 @@ def test_the_flag_probability_by_hand():
     assert prob_flag(n_one, v, rho, alpha / 10) < prob_flag(n_one, v, rho, alpha)  # the level is used
     assert prob_flag(100, v, 0.0, alpha) == 0.0 and prob_flag(100, v, -0.3, alpha) == 0.0
     assert prob_flag(0, v, 0.5, alpha) == 0.0 and prob_flag(-4, v, 0.5, alpha) == 0.0
+    # |r| = 1 has no spread left: flagged surely once √(n / V) passes z, never before
+    assert prob_flag(100, v, 1.0, alpha) == 1.0 and prob_flag(2, v, 1.0, alpha) == 0.0
 
 
 def test_the_certify_probability_of_one_row_by_hand():
@@ -321,6 +323,8 @@ def test_a_pilots_family_inputs_by_hand():
     style = family_inputs(grid, None, kinds=("style",))
     assert [(f.tutor, f.kind, f.rows, f.within_share) for f in style] == [("a", "style", 1, 0.0)]
     assert family_inputs(grid, comp.iloc[0:0])[0].within_share == 0.0
+    # a grid without the pairs per unit: one pair per unit
+    assert family_inputs(grid.drop(columns=["unit_pairs"]), None)[0].pairs_per_unit == 1
 
 
 def test_a_pilots_costs_by_hand():
@@ -338,6 +342,9 @@ def test_a_pilots_costs_by_hand():
     assert "student" not in per_role and bank == 700
     assert _pilot_costs(fam, None, None) == (float(2 * 2), {}, None)
     assert _pilot_costs(fam, dialogues, None)[2] is None
+    # a pilot that ran no dialogue has no per-dialogue counts
+    ran_none = {"t1": {"questions": 3, "dialogues": 0, "actual": 0, "tutor_calls": 0}}
+    assert _pilot_costs(fam, ran_none, None) == (0.0, {}, None)
 
 
 def test_a_pilot_runs_dialogues_and_calls_per_task():
