@@ -274,9 +274,8 @@ def run_module(module: str, spec: dict, run_cfg: dict, *, sample: int, seed: int
     args = list(run_cfg.get("pytest_args", []))
     mutants = enumerate_mutants(module, work, with_after=False)
     total = len(mutants)
-    if sample and sample < total:
-        mutants = random.Random(f"{seed}:{module}").sample(mutants, sample)
-        mutants.sort(key=lambda m: (m.line, m.operator, m.occurrence))
+    # in the sample's random order: a run stopped part-way has run a random part of the sample
+    mutants = random.Random(f"{seed}:{module}").sample(mutants, sample if sample and sample < total else total)
     mutants = mutants[shard[0] - 1::shard[1]]  # shard i of n: every n-th mutant of the sample
     fill_after(mutants, (work / module).read_text(encoding="utf-8"))
     previous = previous or {}
@@ -415,9 +414,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shard", default="1/1", help="i/n: run only every n-th mutant of the sample, from the i-th "
                                                      "(parallel processes; add up their tables)")
     ap.add_argument("--named", action="store_true", help="run the changes named.toml lists instead of a sample")
-    ap.add_argument("--rerun", type=Path, help="a JSON of an earlier run (same seed and sample, same module "
+    ap.add_argument("--rerun", type=Path, nargs="+", help="a JSON of an earlier run (same seed and sample, same module "
                                                 "source): keep its caught mutants, run the rest again")
-    ap.add_argument("--resume", type=Path, help="the --out file of a stopped run (same seed, sample, shard and "
+    ap.add_argument("--resume", type=Path, nargs="+", help="the --out file of a stopped run (same seed, sample, shard and "
                                                  "module source): keep every outcome it has, run the rest")
     ap.add_argument("--report", type=Path, nargs="+", metavar="JSON",
                     help="print the score table of earlier --out files (shards, a run and its reruns) and exit")
@@ -456,10 +455,9 @@ def main(argv: list[str] | None = None) -> int:
     shard = (int(i), int(n))
     equivalent = load_equivalent()
     previous: dict[str, dict[tuple[str, int], Mutant]] = {}
-    earlier = ns.resume or ns.rerun
-    if earlier:
+    for earlier in ns.resume or ns.rerun or []:  # a later file's outcome of the same mutant wins
         for mod, ms in json.loads(earlier.read_text()).items():
-            previous[mod] = {(d["operator"], d["occurrence"]): Mutant(**d) for d in ms}
+            previous.setdefault(mod, {}).update({(d["operator"], d["occurrence"]): Mutant(**d) for d in ms})
     keep = ("caught", "survived", "equivalent") if ns.resume else ("caught",)
     work = copy_tree()
     results: dict[str, list[Mutant]] = {}
