@@ -95,7 +95,9 @@ def test_the_certify_probability_of_one_row_by_hand():
     assert prob_certify_row(n, se_n, -rho, margin, alpha) == pytest.approx(want)  # symmetric in ρ
     # an interval wider than the margin never fits: 0, not negative
     assert prob_certify_row(4, se_n, 0.0, margin, alpha) == 0.0
-    assert prob_certify_row(0, se_n, 0.0, margin, alpha) == 0.0
+    assert prob_certify_row(0, se_n, 0.0, margin, alpha) == 0.0 and prob_certify_row(-1, se_n, 0.0, margin, alpha) == 0.0
+    # one pair is a sample too: a precise enough row certifies at n = 1
+    assert prob_certify_row(1, 0.01, 0.0, margin, alpha) == pytest.approx(1.0)
 
 
 def test_a_familys_probability_is_the_units_level_for_flags_and_every_row_for_certify():
@@ -359,3 +361,18 @@ def test_a_pilot_runs_dialogues_and_calls_per_task():
                          "tutor_prompt_tokens": 600.0, "student_calls": 0.0}
     assert out["t2"] == {"questions": 1, "dialogues": 2.0, "actual": 2}
     assert list(out) == ["t1", "t2"]
+
+
+def test_bank_sizes_per_task_and_a_domain_without_a_bank(tmp_path):
+    from edufair_metrics.analysis.plan import bank_sizes
+    from tests.helpers.bank import write_bank
+
+    from edufair_metrics.bank import load_bank
+
+    bank = write_bank(tmp_path / "bank")  # physics only
+    n = len(load_bank("physics", str(bank)))
+    scores = [SimpleNamespace(task=t, domain=d) for t, d in
+              (("p1", "physics"), ("b1", "biology"), ("p2", "physics"), ("p1", "physics"))]
+    assert bank_sizes(SimpleNamespace(scores=scores), str(bank)) == {"p1": n, "p2": n}
+    first = [SimpleNamespace(task="b1", domain="biology"), SimpleNamespace(task="p1", domain="physics")]
+    assert bank_sizes(SimpleNamespace(scores=first), str(bank)) == {"p1": n}  # a missing bank skips only its tasks
