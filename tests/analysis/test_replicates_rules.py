@@ -200,6 +200,13 @@ def test_a_question_missing_a_level_or_a_value_is_left_out_where_it_must_be():
     assert row["between_var"] == pytest.approx(max(0.0, resid - within / 2))
 
 
+def test_no_variance_at_all_has_no_share_and_needs_one_dialogue():
+    table = {(q, lv): [3.0, 3.0] for q in ("q1", "q2", "q3") for lv in ("female", "male")}
+    (row,) = variance_components(frame(table)).to_dict("records")
+    assert (row["within_var"], row["between_var"]) == (0.0, 0.0)
+    assert math.isnan(row["share_within"]) and row["k_star"] == 1.0
+
+
 def test_one_replicate_per_question_in_a_replicated_frame_measures_nothing():
     long = frame({("q1", "female"): [1.0], ("q1", "male"): [2.0], ("q2", "female"): [3.0], ("q2", "male"): [1.0]})
     assert len(variance_components(long)) == 0

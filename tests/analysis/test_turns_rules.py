@@ -184,6 +184,10 @@ def test_position_strata_of_a_side_of_several_levels_and_questions_left_out():
     assert c == pytest.approx([1 / 3 + 1 / 2]) and w == pytest.approx([2 / 3 + 1 / 2])
     assert var == pytest.approx([2 / 9 + 1 / 4]) and strata == 2
     assert (na[0], nb[0]) == (1.5, 2.0)  # per level
+    # the sides swapped: the contribution flips, the turns per level follow their side
+    c2, w2, var2, na2, nb2, strata2 = turn_contributions(cl, ["b"], ["a1", "a2"], np.array([0.4, np.nan]))
+    assert c2 == pytest.approx(-c) and w2 == pytest.approx(w) and var2 == pytest.approx(var) and strata2 == 2
+    assert (na2[0], nb2[0]) == (2.0, 1.5)
 
 
 def test_a_question_without_masks_falls_back_to_question_strata():

@@ -265,7 +265,8 @@ def copy_tree(root: Path = ROOT) -> Path:
 
 def run_module(module: str, spec: dict, run_cfg: dict, *, sample: int, seed: int, equivalent: dict[str, str],
                work: Path, previous: dict[tuple[str, int], Mutant] | None = None, shard: tuple[int, int] = (1, 1),
-               keep: tuple[str, ...] = ("caught",), progress=None, log=print) -> list[Mutant]:
+               keep: tuple[str, ...] = ("caught",), progress=None, only_previous: bool = False,
+               log=print) -> list[Mutant]:
     """Run the (sampled) mutants of one module in the scratch tree ``work``. ``previous``: outcomes
     of an earlier run of the same module source; those whose outcome is in ``keep`` are kept
     (caught ones after tests were only added; also survived ones when a stopped run resumes), the
@@ -277,8 +278,10 @@ def run_module(module: str, spec: dict, run_cfg: dict, *, sample: int, seed: int
     # in the sample's random order: a run stopped part-way has run a random part of the sample
     mutants = random.Random(f"{seed}:{module}").sample(mutants, sample if sample and sample < total else total)
     mutants = mutants[shard[0] - 1::shard[1]]  # shard i of n: every n-th mutant of the sample
-    fill_after(mutants, (work / module).read_text(encoding="utf-8"))
     previous = previous or {}
+    if only_previous:  # the mutants an earlier, stopped run reached, and no others
+        mutants = [m for m in mutants if (m.operator, m.occurrence) in previous]
+    fill_after(mutants, (work / module).read_text(encoding="utf-8"))
     rc, output, clean = _pytest(tests, args, work, None)
     if rc != 0:
         raise SystemExit(f"the clean tests of {module} fail (exit {rc}):\n{output[-3000:]}")
@@ -418,6 +421,8 @@ def main(argv: list[str] | None = None) -> int:
                                                 "source): keep its caught mutants, run the rest again")
     ap.add_argument("--resume", type=Path, nargs="+", help="the --out file of a stopped run (same seed, sample, shard and "
                                                  "module source): keep every outcome it has, run the rest")
+    ap.add_argument("--only-listed", action="store_true", help="with --rerun: run only the mutants those files "
+                                                                 "hold (the part of the sample a stopped run reached)")
     ap.add_argument("--report", type=Path, nargs="+", metavar="JSON",
                     help="print the score table of earlier --out files (shards, a run and its reruns) and exit")
     ns = ap.parse_args(argv)
@@ -478,6 +483,7 @@ def main(argv: list[str] | None = None) -> int:
             results[mod] = run_module(mod, cfg["modules"][mod], cfg.get("run", {}), sample=ns.sample, seed=ns.seed,
                                       equivalent=equivalent.get(mod, {}), work=work,
                                       previous=previous.get(mod), shard=shard, keep=keep,
+                                      only_previous=ns.only_listed,
                                       progress=lambda ms, mod=mod: save(ms, mod))
             save()
     finally:
