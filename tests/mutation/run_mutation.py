@@ -1,25 +1,30 @@
 """Mutation testing of the decision code: how many small mistakes in it would the tests catch?
 
-    python -m tests.mutation.run_mutation [--module PATH ...] [--sample N] [--seed S]
-                                          [--list] [--out FILE]
+    python -m tests.mutation.run_mutation [--module PATH ...] [--sample N] [--seed S] [--shard I/N]
+                                          [--out FILE] [--rerun FILE ...] [--resume FILE ...]
+    python -m tests.mutation.run_mutation --report FILE ...   # the table of earlier --out files
+    python -m tests.mutation.run_mutation --named              # the mistakes named.toml lists
 
 One small change at a time (cosmic-ray's operators: a flipped comparison, ``and``/``or``, ``&``/``|``,
 ``+ - * /`` swapped, a number ±1, ``True``/``False``, an added or dropped ``not`` / ``~``, a loop
 that never runs, ``break``/``continue``) is made in a *copy* of the working tree (the tree itself is
 never written), and the module's own test files (``mutation.toml``) run against it with
-``-x -m "not slow"``. A mutant is *caught* when those tests fail (or error, or run past
-``timeout_factor`` × the clean run), *survives* when they pass. Mutants listed in
-``equivalent.toml`` (changes with no observable effect, each with the reason) are left out of
-the score: score = caught / (caught + survived).
+``-x -m "not slow"``, each run a fork of this process (numpy, pandas, scipy and pytest loaded once;
+the project's own modules are imported afresh from the copy). A mutant is *caught* when those
+tests fail (or error, or run past ``timeout_factor`` × the clean run), *survives* when they pass.
+Mutants listed in ``equivalent.toml`` (changes with no observable effect, each with the reason)
+are left out of the score: score = caught / (caught + survived).
 
-``--sample N`` draws N mutants per module with ``random.Random(seed)`` (``--sample 0``: all of
-them); the score is reported with its one-sided 95% Clopper–Pearson lower bound. Each mutant costs one run of
-the module's tests (5–30 s here), so a full run of the five modules (~1,500 mutants) takes hours
-on two cores; a sample of 40 per module takes 15–30 minutes. Run it under ``nice``.
+``--sample N`` draws N mutants per module with ``random.Random(f"{seed}:{module}")`` (``--sample
+0``: all of them) and runs them in that random order, saving every outcome to ``--out`` as it
+comes: a run stopped part-way has run a random part of its sample, and ``--resume`` continues it.
+The score is reported with its two-sided 95% Clopper–Pearson interval and one-sided 95% lower
+bound. Each mutant costs one run of the module's tests (seconds on an idle machine, minutes on a
+loaded one): run it under ``nice``, one process per module or ``--shard``.
 
 Why cosmic-ray: it is maintained, installs offline from the wheel, exposes its operators and its
 mutator as a library (so each mutant can run its own module's tests, which mutmut 3's single
-whole-suite run and its ``mutants/`` copy layout do not allow without running all ~1,500 tests per
+whole-suite run and its ``mutants/`` copy layout do not allow without running all ~1,800 tests per
 mutant), and it edits source text with parso, so the mutated line is shown exactly as written.
 """
 
