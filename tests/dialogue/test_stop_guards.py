@@ -49,6 +49,16 @@ def test_affirmations(tutor, words):
 
 # ---- withheld: whether / if / once / until / unless ------------------------------------------------
 
+@pytest.mark.parametrize("tutor, words", [
+    ("Let's check whether that is correct. Yes, that is correct!", "that is correct"),
+    ("I can't say if that is right. Now I can: you're right!", "you're right"),
+    ("You are right that carbon is in group 14. And four is correct.", "is correct"),
+])
+def test_a_guarded_affirmation_does_not_hide_a_later_plain_one(tutor, words):
+    assert find_affirmation(tutor) == words
+    assert confirmed(tutor)
+
+
 @pytest.mark.parametrize("tutor", [
     "Let's check whether that is correct.",
     "We can test if you're right by drawing it.",
