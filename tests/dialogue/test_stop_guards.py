@@ -45,6 +45,7 @@ def confirmed(tutor: str) -> bool:
 def test_affirmations(tutor, words):
     assert find_affirmation(tutor) == words
     assert confirmed(tutor)
+    assert find_affirmation("You are right that carbon is in group 14. And four is correct.") == "is correct"
 
 
 # ---- withheld: whether / if / once / until / unless ------------------------------------------------
@@ -52,7 +53,6 @@ def test_affirmations(tutor, words):
 @pytest.mark.parametrize("tutor, words", [
     ("Let's check whether that is correct. Yes, that is correct!", "that is correct"),
     ("I can't say if that is right. Now I can: you're right!", "you're right"),
-    ("You are right that carbon is in group 14. And four is correct.", "is correct"),
 ])
 def test_a_guarded_affirmation_does_not_hide_a_later_plain_one(tutor, words):
     assert find_affirmation(tutor) == words
