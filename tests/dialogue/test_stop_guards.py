@@ -45,7 +45,6 @@ def confirmed(tutor: str) -> bool:
 def test_affirmations(tutor, words):
     assert find_affirmation(tutor) == words
     assert confirmed(tutor)
-    assert find_affirmation("You are right that carbon is in group 14. And four is correct.") == "is correct"
 
 
 # ---- withheld: whether / if / once / until / unless ------------------------------------------------
@@ -57,6 +56,7 @@ def test_affirmations(tutor, words):
 def test_a_guarded_affirmation_does_not_hide_a_later_plain_one(tutor, words):
     assert find_affirmation(tutor) == words
     assert confirmed(tutor)
+    assert find_affirmation("You are right that carbon is in group 14. And four is correct.") == "is correct"
 
 
 @pytest.mark.parametrize("tutor", [
