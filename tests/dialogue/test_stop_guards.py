@@ -223,3 +223,13 @@ def test_about_other_number_is_keyword_only():
 def test_the_previous_student_turn_also_after_two_tutor_turns():
     reason, state = run([("student", "Carbon has four."), ("tutor", "Hmm, let me think."), ("tutor", "Yes!")])
     assert reason == STOP_ANSWER_CONFIRMED and state.stop_evidence.student_span == "four"
+
+
+def test_only_the_sentence_before_an_affirmation_can_make_it_about_another_number():
+    def digits(sentence: str) -> bool:
+        return any(ch.isdigit() for ch in sentence)
+
+    # "That is correct." after a sentence about another number affirms that number, not the answer
+    assert find_affirmation("Oxygen has 6. That is correct.", about_other_number=digits) is None
+    # as the first sentence it has no sentence before it (the turn's last sentence is not one)
+    assert find_affirmation("That is correct. Oxygen has 6.", about_other_number=digits) == "That is correct"
