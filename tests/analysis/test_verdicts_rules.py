@@ -193,6 +193,14 @@ def test_names_rows_need_the_gap_over_the_names_and_keep_the_fixed_q():
     assert g["verdict"].tolist() == ["inconclusive", "inconclusive", "flag"]
 
 
+@pytest.mark.parametrize("kind", ["binary", "pairs", "averaged"])
+def test_only_names_rows_read_the_names_p(kind):
+    # a grid with names rows: every other kind keeps its own p (whatever its name sorts after)
+    g = add_row_verdicts(grid([dict(kind="names", contrast="n", p=0.004, p_name=0.3),
+                               dict(kind=kind, contrast="o", p=0.01, p_name=np.nan)]))
+    assert g["p_decide"].tolist() == pytest.approx([0.3, 0.01])
+
+
 # ---- units ----------------------------------------------------------------------------------
 
 def unit_rows(verdicts, **cols):
