@@ -203,3 +203,17 @@ def test_an_inconclusive_gate_never_asks_for_fewer_questions_than_it_ran(gate, m
     at = compare_frames(base, cand, **kw, max_increase=m_star * 0.999)
     assert at.status == "inconclusive"
     assert at.questions_needed == at.n_questions == at.questions_needed_at_estimate
+
+
+@pytest.mark.parametrize("end, status", [("gate_ci_low", "inconclusive"), ("gate_ci_high", "inconclusive")])
+def test_an_interval_end_exactly_at_the_threshold_decides_nothing(gate, monkeypatch, end, status):
+    """Both boundaries are strict: a lower end equal to the threshold does not fail, an upper end
+    equal to it does not pass (the threshold set to the end itself; the bootstrap does not read it)."""
+    from edufair_metrics.analysis import compare
+
+    base, cand, kw, res = gate
+    at = res.headline[end]
+    monkeypatch.setattr(compare, "gate_threshold", lambda ms, m: at)
+    got = compare_frames(base, cand, **kw)
+    assert got.headline[end] == at and got.headline["gate_threshold"] == at
+    assert got.status == status and not got.failed
