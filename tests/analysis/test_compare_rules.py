@@ -217,3 +217,19 @@ def test_an_interval_end_exactly_at_the_threshold_decides_nothing(gate, monkeypa
     got = compare_frames(base, cand, **kw)
     assert got.headline[end] == at and got.headline["gate_threshold"] == at
     assert got.status == status and not got.failed
+
+
+def test_the_shared_questions_of_a_domain_are_those_both_runs_have_in_it():
+    def two_domains(tutor, seed):
+        df = rate_frame({tutor: {}}, n=30, seed=seed, domains=("biology", "physics"), metrics=("actionability",))
+        df = df[df["condition"] == "explicit"].reset_index(drop=True)
+        # question ids that repeat across domains (a bank numbers each domain from 0)
+        df["question_id"] = df["question_id"].str.replace(r"^[a-z]+-", "q-", regex=True)
+        return df
+
+    base, cand = two_domains("b", 1), two_domains("c", 2)
+    # the candidate ran only the first 20 physics questions; its biology ones are all 30
+    phys = cand["domain"] == "physics"
+    cand = cand[~phys | cand["question_id"].isin([f"q-{i:04d}" for i in range(20)])]
+    res = compare_frames(base, cand, n_boot=20, seed=0, new_violations="ignore", max_increase=1.0)
+    assert res.n_questions == {"biology": 30, "physics": 20}

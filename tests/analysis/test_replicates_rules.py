@@ -251,3 +251,11 @@ def test_one_row_per_tutor_and_metric():
     assert comp.loc["b", "within_var"] == pytest.approx(4 * comp.loc["a", "within_var"])
     assert comp.loc["b", "between_var"] == pytest.approx(4 * comp.loc["a", "between_var"])
     assert comp.loc["b", "k_star"] == pytest.approx(comp.loc["a", "k_star"])
+
+
+def test_the_share_and_k_star_do_not_depend_on_the_scores_scale():
+    small = {key: [v / 100 for v in vs] for key, vs in SPREAD.items()}  # total variance ~1e-4
+    a = variance_components(frame(SPREAD)).iloc[0]
+    b = variance_components(frame(small)).iloc[0]
+    assert b["within_var"] + b["between_var"] < 1e-3
+    assert b["share_within"] == pytest.approx(a["share_within"]) and b["k_star"] == pytest.approx(a["k_star"])
