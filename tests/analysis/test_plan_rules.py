@@ -258,7 +258,7 @@ def test_the_cost_by_hand():
     assert (c["tutor_tokens"], c["student_tokens"], c["judge_tokens"]) == (30000, 7500, 101000)
     assert c["gpu_hours"] == pytest.approx(37500 / 50 / 3600)  # the judge is not served on the GPU
     assert c["gpu_dollars"] == pytest.approx(c["gpu_hours"] * 3.0)
-    assert c["judge_dollars"] == pytest.approx(101000 / 1e6 * 2.0)
+    assert c["judge_dollars"] == pytest.approx(101000 / 1e6 * 2.0, rel=1e-12)  # $ per million tokens
     assert c["dollars"] == pytest.approx(c["gpu_dollars"] + c["judge_dollars"])
     # without a throughput: no hours; without prices: no dollars
     bare = plan_cost(inputs, option)

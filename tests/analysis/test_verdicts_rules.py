@@ -342,3 +342,13 @@ def test_friedman_rows_power_at_the_level_of_their_k_pairs():
     # two units in the family (m = 2); the Friedman unit has 3 pairs: 0.05 / (2 · 3); the binary one 0.05 / 2
     assert g.loc[0, "mde_r"] == pytest.approx(float(mde_from_null_var(0.01, 0.05 / 6)))
     assert g.loc[3, "mde_r"] == pytest.approx(float(mde_from_null_var(0.01, 0.05 / 2)))
+
+
+def test_a_true_r_at_or_beyond_the_margin_is_never_certified():
+    from edufair_metrics.analysis.verdicts import n_for_certify
+
+    got = n_for_certify(np.array([100.0, 100.0, 100.0, 100.0]), np.array([0.05, 0.05, np.inf, 0.05]),
+                        np.array([0.1, 0.3, 0.02, 0.02]), 0.1, 0.05, 0.8)
+    assert got[0] == np.inf and got[1] == np.inf  # at the margin, and beyond it
+    assert np.isnan(got[2])  # no standard error: unknown, not never
+    assert np.isfinite(got[3]) and got[3] > 0

@@ -233,3 +233,8 @@ def test_only_the_sentence_before_an_affirmation_can_make_it_about_another_numbe
     assert find_affirmation("Oxygen has 6. That is correct.", about_other_number=digits) is None
     # as the first sentence it has no sentence before it (the turn's last sentence is not one)
     assert find_affirmation("That is correct. Oxygen has 6.", about_other_number=digits) == "That is correct"
+    # the sentence before, not it and the affirmation's together (which would name the gold)
+    def other_than_four(sentence: str) -> bool:
+        return digits(sentence) and "four" not in sentence
+
+    assert find_affirmation("Oxygen has 6. And four is correct.", about_other_number=other_than_four) is None
