@@ -238,3 +238,6 @@ def test_only_the_sentence_before_an_affirmation_can_make_it_about_another_numbe
         return digits(sentence) and "four" not in sentence
 
     assert find_affirmation("Oxygen has 6. And four is correct.", about_other_number=other_than_four) is None
+    # deeper in the turn: the sentence right before it
+    assert find_affirmation("Look here. Oxygen has 6. That is correct.", about_other_number=digits) is None
+    assert find_affirmation("Oxygen has 6. Look here. That is correct.", about_other_number=digits) == "That is correct"
