@@ -119,6 +119,7 @@ def test_by_default_a_new_question_costs_one_dialogue():
 def test_k_star_at_the_edges():
     assert k_star(0.1, 0.0) == math.inf  # only replicates buy precision
     assert k_star(0.1, -0.0) == math.inf
+    assert k_star(0.1, -0.02) == math.inf  # a negative between estimate counts as 0
     assert k_star(0.0, 0.1) == 1.0 and k_star(0.0, 0.0) == 1.0  # no dialogue noise: one dialogue
     assert k_star(-0.01, 0.1) == 1.0 and k_star(-0.01, 0.0) == 1.0  # nor with a negative estimate of it
     assert math.isnan(k_star(math.nan, 0.1)) and math.isnan(k_star(0.1, math.nan))
