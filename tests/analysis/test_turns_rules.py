@@ -123,7 +123,7 @@ def test_degenerate_rows():
     assert all(np.isnan(out[col][2]) for col in TURN_COLUMNS if col not in ("turn_n", "turn_strata"))
     # a p is never above 1, also when every flip reaches the observed statistic
     tie = turn_tests([_contrib([1e-12, 0.0, 0.0])], n_boot=500, seed=0, min_questions=1)
-    assert 0 < tie["turn_p"][0] <= 1
+    assert tie["turn_p"][0] == 1.0  # (1 + B) / (B + 1): every flip reaches it
     assert turn_tests([], n_boot=10, seed=0, min_questions=1)["turn_p"].size == 0
 
 

@@ -352,3 +352,17 @@ def test_a_true_r_at_or_beyond_the_margin_is_never_certified():
     assert got[0] == np.inf and got[1] == np.inf  # at the margin, and beyond it
     assert np.isnan(got[2])  # no standard error: unknown, not never
     assert np.isfinite(got[3]) and got[3] > 0
+
+
+def test_the_tost_power_by_hand():
+    from scipy.stats import norm
+
+    from edufair_metrics.analysis.verdicts import tost_power
+
+    z = norm.ppf(0.95)
+    se = 0.1 / (z + 1.0)  # M / se - z = 1
+    # at rho = 0 both tails count: Phi(1) + Phi(1) - 1
+    assert float(tost_power(se, 0.0, 0.1, 0.05)) == pytest.approx(2 * norm.cdf(1.0) - 1)
+    rho = 0.03
+    want = norm.cdf((0.1 - rho) / se - z) + norm.cdf((0.1 + rho) / se - z) - 1
+    assert float(tost_power(se, rho, 0.1, 0.05)) == pytest.approx(want)

@@ -241,3 +241,10 @@ def test_only_the_sentence_before_an_affirmation_can_make_it_about_another_numbe
     # deeper in the turn: the sentence right before it
     assert find_affirmation("Look here. Oxygen has 6. That is correct.", about_other_number=digits) is None
     assert find_affirmation("Oxygen has 6. Look here. That is correct.", about_other_number=digits) == "That is correct"
+
+
+def test_past_t_max_the_dialogue_stops_too():
+    # a state that already holds more tutor turns than T_max (a resumed dialogue, a lowered T_max)
+    turns = [("student", "I am not sure."), ("tutor", "Think about the outer shell.")] * 3
+    reason, _ = run(turns, max_turns=2)
+    assert reason == STOP_MAX_TURNS
