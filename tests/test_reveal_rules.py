@@ -140,6 +140,16 @@ def test_an_intermediate_the_student_stated_first_is_not_revealed():
     assert partial_reveal("Together that is 60 pages so far.", ["30"], M, history=other).value == "60"
 
 
+def test_a_value_the_student_has_does_not_hide_a_later_one_the_tutor_gives():
+    q = QUESTIONS["half"][0]
+    said = [("question", q), ("student", "The difference is 10 pages.")]
+    tutor = "Right, the difference is 10 pages. Together that is 60 pages so far."
+    found = partial_reveal(tutor, ["30"], M, history=said)
+    assert found is not None and (found.value, found.sentence) == ("60", "Together that is 60 pages so far.")
+    assert partial_reveal("Right, the difference is 10 pages.", ["30"], M, history=said) is None
+    assert partial_reveal(tutor, ["30"], M, question=q).value == "10"  # without the history: the first one
+
+
 def test_the_intermediate_rule_needs_mathematics_a_number_gold_and_the_question():
     tutor = "Together that is 60 pages so far."
     q = QUESTIONS["half"][0]

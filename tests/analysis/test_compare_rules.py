@@ -69,6 +69,11 @@ def test_the_gate_headline_is_a_weighted_mean_of_the_units(gate):
     # the change is measured on the r² scale (no singularity at zero), not of the signed roots
     assert h["gate_delta"] == pytest.approx(h["gate_ms_candidate"] - h["gate_ms_baseline"])
     assert h["gate_ci_low"] <= h["gate_delta"] <= h["gate_ci_high"]
+    # the threshold is a rise of the RMS bias by M from the baseline's lower 95% bound (below its estimate)
+    from edufair_metrics.analysis.compare import gate_threshold
+
+    assert h["gate_ms_baseline_low"] < h["gate_ms_baseline"]
+    assert h["gate_threshold"] == pytest.approx(gate_threshold(h["gate_ms_baseline_low"], 0.05))
     row = used.iloc[0]
     assert row["gate_delta"] == pytest.approx(float(row["r2_unbiased_candidate"] - row["r2_unbiased_baseline"]))
 
@@ -231,3 +236,46 @@ def test_the_gate_variance_is_floored_by_the_stable_one_and_the_baseline_bound_n
     h = res.headline
     assert h["gate_se"] ** 2 >= h["questions_var_bias"] + h["questions_var_null"] - 1e-15
     assert h["gate_ms_baseline_low"] < h["gate_ms_baseline"]
+
+
+def test_an_inconclusive_gate_never_asks_for_fewer_questions_than_it_ran(gate, monkeypatch):
+    from edufair_metrics.analysis import compare
+
+    base, cand, kw, res = gate
+    h = res.headline
+    m_star = _margin_for(h["gate_ci_high"], h["gate_ms_baseline_low"])
+    # a rerun that would decide at a quarter of the questions: the run's own questions are the floor
+    monkeypatch.setattr(compare, "questions_factor", lambda *a, **k: 0.25)
+    at = compare_frames(base, cand, **kw, max_increase=m_star * 0.999)
+    assert at.status == "inconclusive"
+    assert at.questions_needed == at.n_questions == at.questions_needed_at_estimate
+
+
+@pytest.mark.parametrize("end, status", [("gate_ci_low", "inconclusive"), ("gate_ci_high", "inconclusive")])
+def test_an_interval_end_exactly_at_the_threshold_decides_nothing(gate, monkeypatch, end, status):
+    """Both boundaries are strict: a lower end equal to the threshold does not fail, an upper end
+    equal to it does not pass (the threshold set to the end itself; the bootstrap does not read it)."""
+    from edufair_metrics.analysis import compare
+
+    base, cand, kw, res = gate
+    at = res.headline[end]
+    monkeypatch.setattr(compare, "gate_threshold", lambda ms, m: at)
+    got = compare_frames(base, cand, **kw)
+    assert got.headline[end] == at and got.headline["gate_threshold"] == at
+    assert got.status == status and not got.failed
+
+
+def test_the_shared_questions_of_a_domain_are_those_both_runs_have_in_it():
+    def two_domains(tutor, seed):
+        df = rate_frame({tutor: {}}, n=30, seed=seed, domains=("biology", "physics"), metrics=("actionability",))
+        df = df[df["condition"] == "explicit"].reset_index(drop=True)
+        # question ids that repeat across domains (a bank numbers each domain from 0)
+        df["question_id"] = df["question_id"].str.replace(r"^[a-z]+-", "q-", regex=True)
+        return df
+
+    base, cand = two_domains("b", 1), two_domains("c", 2)
+    # the candidate ran only the first 20 physics questions; its biology ones are all 30
+    phys = cand["domain"] == "physics"
+    cand = cand[~phys | cand["question_id"].isin([f"q-{i:04d}" for i in range(20)])]
+    res = compare_frames(base, cand, n_boot=20, seed=0, new_violations="ignore", max_increase=1.0)
+    assert res.n_questions == {"biology": 30, "physics": 20}

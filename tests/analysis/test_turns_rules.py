@@ -123,7 +123,7 @@ def test_degenerate_rows():
     assert all(np.isnan(out[col][2]) for col in TURN_COLUMNS if col not in ("turn_n", "turn_strata"))
     # a p is never above 1, also when every flip reaches the observed statistic
     tie = turn_tests([_contrib([1e-12, 0.0, 0.0])], n_boot=500, seed=0, min_questions=1)
-    assert 0 < tie["turn_p"][0] <= 1
+    assert tie["turn_p"][0] == 1.0  # (1 + B) / (B + 1): every flip reaches it
     assert turn_tests([], n_boot=10, seed=0, min_questions=1)["turn_p"].size == 0
 
 
@@ -135,3 +135,70 @@ def test_a_side_of_several_levels_reports_turns_per_level():
     # a: 3 of 6 turns, b: 0 of 3: N = 9, m = 3: c = 3 - 6·3/9 = 1, w = 6·3/9 = 2
     assert (c[0], w[0]) == pytest.approx((1.0, 2.0))
     assert (na[0], nb[0]) == (3.0, 3.0)  # 6 turns over two levels; 3 over one
+
+
+# ---- strata by turn position ---------------------------------------------------------------------
+
+def masked_cell(na, ya, nb, yb, app_a, pos_a, app_b, pos_b):
+    """A two-level cell with the per-position bit masks (bit t: the t-th tutor turn applicable /
+    labelled 1) beside the counts."""
+    c = cell(na, ya, nb, yb)
+    c.extras["turn_app_mask"] = np.column_stack([app_a, app_b]).astype(float)
+    c.extras["turn_pos_mask"] = np.column_stack([pos_a, pos_b]).astype(float)
+    return c
+
+
+def test_position_strata_by_hand():
+    # question 1: a applicable at turns 0, 1, 2 (positive at 0 and 2), b at turns 0, 1 (positive at 1).
+    #   turn 0: a 1/1, b 0/1: N = 2, m = 1: c = 1 - 1/2, w = 1/2, var = 1/4; turn 1: a 0/1, b 1/1:
+    #   c = -1/2, w = 1/2, var = 1/4; turn 2: b has no turn there, so no stratum.
+    # question 2: a applicable at turn 0 only; its positive bit at turn 1 is not an applicable turn
+    #   and does not count; b at turns 0, 1, none positive: turn 0 only: c = 1/2, w = 1/2, var = 1/4.
+    # question 3: b applicable at turns 2, 3 only, a at 0, 1: no position both reached: nothing.
+    cl = masked_cell(na=[3, 1, 2], ya=[2, 1, 1], nb=[2, 2, 2], yb=[1, 0, 2],
+                     app_a=[0b111, 0b01, 0b0011], pos_a=[0b101, 0b11, 0b0001],
+                     app_b=[0b011, 0b11, 0b1100], pos_b=[0b010, 0b00, 0b1100])
+    c, w, var, na, nb, strata = turn_contributions(cl, ["a"], ["b"], np.array([0.1, 0.2, 0.3]))
+    assert c == pytest.approx([0.0, 0.5, 0.0])
+    assert w == pytest.approx([1.0, 0.5, 0.0])
+    assert var == pytest.approx([0.5, 0.25, 0.0])
+    assert strata == 3
+    # the turns per side are still the dialogues' applicable turn counts
+    assert list(na) == [3, 1, 2] and list(nb) == [2, 2, 2]
+    # swapping the sides flips every question's contribution (the permutation is a sign flip)
+    c2, w2, var2, _, _, strata2 = turn_contributions(cl, ["b"], ["a"], np.array([0.1, 0.2, 0.3]))
+    assert c2 == pytest.approx(-c) and w2 == pytest.approx(w) and var2 == pytest.approx(var) and strata2 == 3
+
+
+def test_position_strata_of_a_side_of_several_levels_and_questions_left_out():
+    # levels a1, a2 against b at turns 0, 1; question 2 has no difference (left out, as in the counts)
+    app = np.array([[2, 1, 2], [1, 1, 1]], dtype=float)
+    pos = np.array([[1, 1, 0], [0, 0, 0]], dtype=float)
+    cl = SimpleNamespace(levels=["a1", "a2", "b"], extras={
+        "n_applicable": app, "n_positive": pos,
+        "turn_app_mask": np.array([[0b11, 0b01, 0b11], [1, 1, 1]], dtype=float),
+        "turn_pos_mask": np.array([[0b10, 0b01, 0b00], [0, 0, 0]], dtype=float)})
+    c, w, var, na, nb, strata = turn_contributions(cl, ["a1", "a2"], ["b"], np.array([0.4, np.nan]))
+    # turn 0: a 1 of 2 (a2's), b 0 of 1: N = 3, m = 1: c = 1 - 2/3, w = 2/3, var = 2·1·1·2/(9·2) = 2/9
+    # turn 1: a 1 of 1 (a1's), b 0 of 1: N = 2, m = 1: c = 1/2, w = 1/2, var = 1/4
+    assert c == pytest.approx([1 / 3 + 1 / 2]) and w == pytest.approx([2 / 3 + 1 / 2])
+    assert var == pytest.approx([2 / 9 + 1 / 4]) and strata == 2
+    assert (na[0], nb[0]) == (1.5, 2.0)  # per level
+    # the sides swapped: the contribution flips, the turns per level follow their side
+    c2, w2, var2, na2, nb2, strata2 = turn_contributions(cl, ["b"], ["a1", "a2"], np.array([0.4, np.nan]))
+    assert c2 == pytest.approx(-c) and w2 == pytest.approx(w) and var2 == pytest.approx(var) and strata2 == 2
+    assert (na2[0], nb2[0]) == (2.0, 1.5)
+
+
+def test_a_question_without_masks_falls_back_to_question_strata():
+    cl = masked_cell(na=[4, 2], ya=[3, 0], nb=[4, 2], yb=[1, 2], app_a=[0b1111, np.nan], pos_a=[0b0111, 0],
+                     app_b=[0b1111, 0b11], pos_b=[0b0001, 0b11])
+    got = turn_contributions(cl, ["a"], ["b"], np.array([0.5, -1.0]))
+    want = turn_contributions(cell([4, 2], [3, 0], [4, 2], [1, 2]), ["a"], ["b"], np.array([0.5, -1.0]))
+    for g, x in zip(got, want):
+        assert np.asarray(g) == pytest.approx(np.asarray(x))
+    assert got[5] == 0
+    # a NaN positive mask where the applicable one is set falls back too
+    cl.extras["turn_app_mask"][1, 0] = 0b11
+    cl.extras["turn_pos_mask"][1, 1] = np.nan
+    assert turn_contributions(cl, ["a"], ["b"], np.array([0.5, -1.0]))[5] == 0

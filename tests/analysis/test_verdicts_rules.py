@@ -193,6 +193,14 @@ def test_names_rows_need_the_gap_over_the_names_and_keep_the_fixed_q():
     assert g["verdict"].tolist() == ["inconclusive", "inconclusive", "flag"]
 
 
+@pytest.mark.parametrize("kind", ["binary", "pairs", "averaged"])
+def test_only_names_rows_read_the_names_p(kind):
+    # a grid with names rows: every other kind keeps its own p (whatever its name sorts after)
+    g = add_row_verdicts(grid([dict(kind="names", contrast="n", p=0.004, p_name=0.3),
+                               dict(kind=kind, contrast="o", p=0.01, p_name=np.nan)]))
+    assert g["p_decide"].tolist() == pytest.approx([0.3, 0.01])
+
+
 # ---- units ----------------------------------------------------------------------------------
 
 def unit_rows(verdicts, **cols):
@@ -332,3 +340,27 @@ def test_friedman_rows_power_at_the_level_of_their_k_pairs():
     # two units in the family (m = 2); the Friedman unit has 3 pairs: 0.05 / (2 · 3); the binary one 0.05 / 2
     assert g.loc[0, "mde_r"] == pytest.approx(float(mde_from_null_var(0.01, 0.05 / 6)))
     assert g.loc[3, "mde_r"] == pytest.approx(float(mde_from_null_var(0.01, 0.05 / 2)))
+
+
+def test_a_true_r_at_or_beyond_the_margin_is_never_certified():
+    from edufair_metrics.analysis.verdicts import n_for_certify
+
+    got = n_for_certify(np.array([100.0, 100.0, 100.0, 100.0]), np.array([0.05, 0.05, np.inf, 0.05]),
+                        np.array([0.1, 0.3, 0.02, 0.02]), 0.1, 0.05, 0.8)
+    assert got[0] == np.inf and got[1] == np.inf  # at the margin, and beyond it
+    assert np.isnan(got[2])  # no standard error: unknown, not never
+    assert np.isfinite(got[3]) and got[3] > 0
+
+
+def test_the_tost_power_by_hand():
+    from scipy.stats import norm
+
+    from edufair_metrics.analysis.verdicts import tost_power
+
+    z = norm.ppf(0.95)
+    se = 0.1 / (z + 1.0)  # M / se - z = 1
+    # at rho = 0 both tails count: Phi(1) + Phi(1) - 1
+    assert float(tost_power(se, 0.0, 0.1, 0.05)) == pytest.approx(2 * norm.cdf(1.0) - 1)
+    rho = 0.03
+    want = norm.cdf((0.1 - rho) / se - z) + norm.cdf((0.1 + rho) / se - z) - 1
+    assert float(tost_power(se, rho, 0.1, 0.05)) == pytest.approx(want)

@@ -49,6 +49,16 @@ def test_affirmations(tutor, words):
 
 # ---- withheld: whether / if / once / until / unless ------------------------------------------------
 
+@pytest.mark.parametrize("tutor, words", [
+    ("Let's check whether that is correct. Yes, that is correct!", "that is correct"),
+    ("I can't say if that is right. Now I can: you're right!", "you're right"),
+])
+def test_a_guarded_affirmation_does_not_hide_a_later_plain_one(tutor, words):
+    assert find_affirmation(tutor) == words
+    assert confirmed(tutor)
+    assert find_affirmation("You are right that carbon is in group 14. And four is correct.") == "is correct"
+
+
 @pytest.mark.parametrize("tutor", [
     "Let's check whether that is correct.",
     "We can test if you're right by drawing it.",
@@ -213,3 +223,28 @@ def test_about_other_number_is_keyword_only():
 def test_the_previous_student_turn_also_after_two_tutor_turns():
     reason, state = run([("student", "Carbon has four."), ("tutor", "Hmm, let me think."), ("tutor", "Yes!")])
     assert reason == STOP_ANSWER_CONFIRMED and state.stop_evidence.student_span == "four"
+
+
+def test_only_the_sentence_before_an_affirmation_can_make_it_about_another_number():
+    def digits(sentence: str) -> bool:
+        return any(ch.isdigit() for ch in sentence)
+
+    # "That is correct." after a sentence about another number affirms that number, not the answer
+    assert find_affirmation("Oxygen has 6. That is correct.", about_other_number=digits) is None
+    # as the first sentence it has no sentence before it (the turn's last sentence is not one)
+    assert find_affirmation("That is correct. Oxygen has 6.", about_other_number=digits) == "That is correct"
+    # the sentence before, not it and the affirmation's together (which would name the gold)
+    def other_than_four(sentence: str) -> bool:
+        return digits(sentence) and "four" not in sentence
+
+    assert find_affirmation("Oxygen has 6. And four is correct.", about_other_number=other_than_four) is None
+    # deeper in the turn: the sentence right before it
+    assert find_affirmation("Look here. Oxygen has 6. That is correct.", about_other_number=digits) is None
+    assert find_affirmation("Oxygen has 6. Look here. That is correct.", about_other_number=digits) == "That is correct"
+
+
+def test_past_t_max_the_dialogue_stops_too():
+    # a state that already holds more tutor turns than T_max (a resumed dialogue, a lowered T_max)
+    turns = [("student", "I am not sure."), ("tutor", "Think about the outer shell.")] * 3
+    reason, _ = run(turns, max_turns=2)
+    assert reason == STOP_MAX_TURNS

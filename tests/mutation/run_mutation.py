@@ -1,25 +1,30 @@
 """Mutation testing of the decision code: how many small mistakes in it would the tests catch?
 
-    python -m tests.mutation.run_mutation [--module PATH ...] [--sample N] [--seed S]
-                                          [--list] [--out FILE]
+    python -m tests.mutation.run_mutation [--module PATH ...] [--sample N] [--seed S] [--shard I/N]
+                                          [--out FILE] [--rerun FILE ...] [--resume FILE ...]
+    python -m tests.mutation.run_mutation --report FILE ...   # the table of earlier --out files
+    python -m tests.mutation.run_mutation --named              # the mistakes named.toml lists
 
 One small change at a time (cosmic-ray's operators: a flipped comparison, ``and``/``or``, ``&``/``|``,
 ``+ - * /`` swapped, a number ±1, ``True``/``False``, an added or dropped ``not`` / ``~``, a loop
 that never runs, ``break``/``continue``) is made in a *copy* of the working tree (the tree itself is
 never written), and the module's own test files (``mutation.toml``) run against it with
-``-x -m "not slow"``. A mutant is *caught* when those tests fail (or error, or run past
-``timeout_factor`` × the clean run), *survives* when they pass. Mutants listed in
-``equivalent.toml`` (changes with no observable effect, each with the reason) are left out of
-the score: score = caught / (caught + survived).
+``-x -m "not slow"``, each run a fork of this process (numpy, pandas, scipy and pytest loaded once;
+the project's own modules are imported afresh from the copy). A mutant is *caught* when those
+tests fail (or error, or run past ``timeout_factor`` × the clean run), *survives* when they pass.
+Mutants listed in ``equivalent.toml`` (changes with no observable effect, each with the reason)
+are left out of the score: score = caught / (caught + survived).
 
-``--sample N`` draws N mutants per module with ``random.Random(seed)`` (``--sample 0``: all of
-them); the score is reported with its one-sided 95% Clopper–Pearson lower bound. Each mutant costs one run of
-the module's tests (5–30 s here), so a full run of the five modules (~1,500 mutants) takes hours
-on two cores; a sample of 40 per module takes 15–30 minutes. Run it under ``nice``.
+``--sample N`` draws N mutants per module with ``random.Random(f"{seed}:{module}")`` (``--sample
+0``: all of them) and runs them in that random order, saving every outcome to ``--out`` as it
+comes: a run stopped part-way has run a random part of its sample, and ``--resume`` continues it.
+The score is reported with its two-sided 95% Clopper–Pearson interval and one-sided 95% lower
+bound. Each mutant costs one run of the module's tests (seconds on an idle machine, minutes on a
+loaded one): run it under ``nice``, one process per module or ``--shard``.
 
 Why cosmic-ray: it is maintained, installs offline from the wheel, exposes its operators and its
 mutator as a library (so each mutant can run its own module's tests, which mutmut 3's single
-whole-suite run and its ``mutants/`` copy layout do not allow without running all ~1,500 tests per
+whole-suite run and its ``mutants/`` copy layout do not allow without running all ~1,800 tests per
 mutant), and it edits source text with parso, so the mutated line is shown exactly as written.
 """
 
@@ -97,16 +102,36 @@ def load_equivalent(path: Path = EQUIVALENT) -> dict[str, dict[str, str]]:
     return {m: {e["mutant"]: e["why"] for e in entries} for m, entries in data.get("equivalent", {}).items()}
 
 
+def stale_entries(root: Path = ROOT) -> list[str]:
+    """Entries of ``equivalent.toml`` whose line is no longer in their module, and changes of
+    ``named.toml`` whose text is not (the code was rewritten: the entry must be rewritten too)."""
+    out = []
+    for mod, entries in load_equivalent().items():
+        lines = {line.strip() for line in (root / mod).read_text(encoding="utf-8").split("\n")}
+        out += [f"equivalent.toml: {mod}: {key}" for key in entries
+                if key.partition(": ")[2].partition("  ->  ")[0] not in lines]
+    with open(NAMED, "rb") as fh:
+        named = tomllib.load(fh).get("named", {})
+    for mod, changes in named.items():
+        source = (root / mod).read_text(encoding="utf-8")
+        for c in changes:
+            froms = [c["from"]] if isinstance(c["from"], str) else c["from"]
+            if any(f not in source for f in froms):
+                out.append(f"named.toml: {mod}: {c['what']}")
+    return out
+
+
 def _operator(name: str):
     import cosmic_ray.plugins
 
     return cosmic_ray.plugins.get_operator(name)()
 
 
-def enumerate_mutants(module: str, root: Path = ROOT) -> list[Mutant]:
-    """Every mutant of ``module`` (a path relative to ``root``) under :data:`OPERATORS`."""
+def enumerate_mutants(module: str, root: Path = ROOT, *, with_after: bool = True) -> list[Mutant]:
+    """Every mutant of ``module`` (a path relative to ``root``) under :data:`OPERATORS`; without
+    ``with_after`` the mutated line is left empty (one parse per operator instead of one per
+    mutant: :func:`fill_after` adds it to the few that are sampled)."""
     from cosmic_ray.ast import ast_nodes, get_ast
-    from cosmic_ray.mutating import mutate_code
 
     source = (root / module).read_text(encoding="utf-8")
     tree = get_ast(source)
@@ -114,27 +139,109 @@ def enumerate_mutants(module: str, root: Path = ROOT) -> list[Mutant]:
     out: list[Mutant] = []
     for name in OPERATORS:
         op = _operator(name)
+        # the order cosmic-ray's MutationVisitor counts occurrences in, so occurrence i is the i-th
         positions = [pos for node in ast_nodes(tree) for pos in op.mutation_positions(node)]
         for occurrence, (start, _end) in enumerate(positions):
-            mutated = mutate_code(source, op, occurrence)
-            if mutated is None:
-                continue
-            new_lines = mutated.split("\n")
-            row = start[0] - 1
-            changed = [t for t in difflib.unified_diff(lines, new_lines, n=0, lineterm="")
-                       if t.startswith("+") and not t.startswith("+++")]
-            after = changed[0][1:] if changed else new_lines[row] if row < len(new_lines) else ""
-            out.append(Mutant(module, name, occurrence, start[0], lines[row], after))
+            out.append(Mutant(module, name, occurrence, start[0], lines[start[0] - 1], ""))
+    if with_after:
+        fill_after(out, source)
     return out
 
 
-def _pytest(tests: list[str], args: list[str], cwd: Path, timeout: float | None) -> tuple[int, str, float]:
+def fill_after(mutants: list[Mutant], source: str) -> None:
+    """Set each mutant's ``after``: its line as mutated."""
+    from cosmic_ray.mutating import mutate_code
+
+    lines = source.split("\n")
+    for m in mutants:
+        new_lines = mutate_code(source, _operator(m.operator), m.occurrence).split("\n")
+        changed = [t for t in difflib.unified_diff(lines, new_lines, n=0, lineterm="")
+                   if t.startswith("+") and not t.startswith("+++")]
+        m.after = changed[0][1:] if changed else new_lines[m.line - 1] if m.line <= len(new_lines) else ""
+
+
+# third-party libraries every module's tests import: loaded once in this process, so that each
+# mutant's run (a fork of it) starts without paying their import again (seconds per mutant here)
+_PRELOAD = ("numpy", "pandas", "scipy.stats", "scipy.optimize", "scipy.special", "pytest")
+_OWN = ("edufair_metrics", "lm_eval_tasks", "tests")
+
+
+def _env_for(cwd: Path) -> dict[str, str]:
     # the scratch tree first; other entries (a dependency folder) stay, the checkout itself does not
     rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p).resolve() != ROOT]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(cwd), *rest]), PYTHONDONTWRITEBYTECODE="1")
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([str(cwd), *rest]), PYTHONDONTWRITEBYTECODE="1")
+
+
+def _pytest(tests: list[str], args: list[str], cwd: Path, timeout: float | None) -> tuple[int, str, float]:
+    """Run pytest on ``tests`` in ``cwd``: (exit status, -1 on a timeout; its output; seconds). In a
+    fork of this process where there is one (the project's own packages unloaded in the child, so
+    it imports the scratch tree's), else in a new interpreter."""
+    if os.environ.get("EDUFAIR_MUTATION_SUBPROCESS") or not hasattr(os, "fork"):
+        return _pytest_subprocess(tests, args, cwd, timeout)
+    for name in _PRELOAD:
+        __import__(name)
+    env = _env_for(cwd)
+    t0 = time.monotonic()
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as log:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            code = 3
+            try:
+                os.setpgid(0, 0)  # its own process group: a timeout kills what its tests started too
+                os.dup2(log.fileno(), 1)
+                os.dup2(log.fileno(), 2)
+                os.chdir(cwd)
+                os.environ.clear()
+                os.environ.update(env)
+                sys.dont_write_bytecode = True
+                for mod in [m for m in sys.modules if m.split(".")[0] in _OWN]:
+                    del sys.modules[mod]
+                sys.path[:] = [str(cwd)] + [p for p in sys.path if p not in ("", ".") and Path(p).resolve() != ROOT]
+                import importlib
+
+                importlib.invalidate_caches()
+                import pytest
+
+                code = int(pytest.main([*args, *tests]))
+            except BaseException:  # noqa: BLE001 - report anything as a failed run
+                import traceback
+
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        status = None
+        try:
+            while status is None:
+                done, st = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    status = os.waitstatus_to_exitcode(st)
+                elif timeout is not None and time.monotonic() - t0 > timeout:
+                    return -1, "timeout", time.monotonic() - t0
+                else:
+                    time.sleep(0.05)
+        finally:
+            if status is None:  # timed out, or this process is stopping: the child's run goes too
+                _kill_group(pid)
+                os.waitpid(pid, 0)
+        log.seek(0)
+        return status, log.read(), time.monotonic() - t0
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _pytest_subprocess(tests: list[str], args: list[str], cwd: Path, timeout: float | None) -> tuple[int, str, float]:
     t0 = time.monotonic()
     try:
-        proc = subprocess.run([sys.executable, "-m", "pytest", *args, *tests], cwd=cwd, env=env,
+        proc = subprocess.run([sys.executable, "-m", "pytest", *args, *tests], cwd=cwd, env=_env_for(cwd),
                               capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return -1, "timeout", time.monotonic() - t0
@@ -163,19 +270,23 @@ def copy_tree(root: Path = ROOT) -> Path:
 
 def run_module(module: str, spec: dict, run_cfg: dict, *, sample: int, seed: int, equivalent: dict[str, str],
                work: Path, previous: dict[tuple[str, int], Mutant] | None = None, shard: tuple[int, int] = (1, 1),
+               keep: tuple[str, ...] = ("caught",), progress=None, only_previous: bool = False,
                log=print) -> list[Mutant]:
     """Run the (sampled) mutants of one module in the scratch tree ``work``. ``previous``: outcomes
-    of an earlier run of the same module source; its caught mutants are kept (tests were only
-    added since), the others run again."""
+    of an earlier run of the same module source; those whose outcome is in ``keep`` are kept
+    (caught ones after tests were only added; also survived ones when a stopped run resumes), the
+    others run again. ``progress(mutants)`` is called after each mutant (to save them)."""
     tests = list(spec["tests"])
     args = list(run_cfg.get("pytest_args", []))
-    mutants = enumerate_mutants(module, work)
+    mutants = enumerate_mutants(module, work, with_after=False)
     total = len(mutants)
-    if sample and sample < total:
-        mutants = random.Random(f"{seed}:{module}").sample(mutants, sample)
-        mutants.sort(key=lambda m: (m.line, m.operator, m.occurrence))
+    # in the sample's random order: a run stopped part-way has run a random part of the sample
+    mutants = random.Random(f"{seed}:{module}").sample(mutants, sample if sample and sample < total else total)
     mutants = mutants[shard[0] - 1::shard[1]]  # shard i of n: every n-th mutant of the sample
     previous = previous or {}
+    if only_previous:  # the mutants an earlier, stopped run reached, and no others
+        mutants = [m for m in mutants if (m.operator, m.occurrence) in previous]
+    fill_after(mutants, (work / module).read_text(encoding="utf-8"))
     rc, output, clean = _pytest(tests, args, work, None)
     if rc != 0:
         raise SystemExit(f"the clean tests of {module} fail (exit {rc}):\n{output[-3000:]}")
@@ -190,8 +301,8 @@ def run_module(module: str, spec: dict, run_cfg: dict, *, sample: int, seed: int
             old = previous.get((m.operator, m.occurrence))
             if m.key in equivalent:
                 m.outcome = "equivalent"
-            elif old is not None and old.key == m.key and old.outcome == "caught":
-                m.outcome, m.seconds, m.failed_test = "caught", old.seconds, old.failed_test
+            elif old is not None and old.key == m.key and old.outcome in keep:
+                m.outcome, m.seconds, m.failed_test = old.outcome, old.seconds, old.failed_test
             else:
                 mutated = mutate_code(original, _operator(m.operator), m.occurrence)
                 path.write_text(mutated, encoding="utf-8")
@@ -208,6 +319,8 @@ def run_module(module: str, spec: dict, run_cfg: dict, *, sample: int, seed: int
                     m.outcome = "error"
                     m.failed_test = f"pytest exit {rc}"
             log(f"  [{i}/{len(mutants)}] {m.outcome:10s} line {m.line}: {m.key}")
+            if progress is not None:
+                progress(mutants)
     finally:
         path.write_text(original, encoding="utf-8")
     return mutants
@@ -225,6 +338,48 @@ def score(mutants: list[Mutant]) -> tuple[int, int, int, float, float]:
     s = caught / n if n else float("nan")
     low = float(beta.ppf(0.05, caught, survived + 1)) if caught else 0.0
     return caught, survived, equiv, s, low
+
+
+def interval(caught: int, survived: int) -> tuple[float, float]:
+    """The two-sided 95% Clopper–Pearson interval of the score caught / (caught + survived)."""
+    from scipy.stats import beta
+
+    n = caught + survived
+    if not n:
+        return float("nan"), float("nan")
+    low = float(beta.ppf(0.025, caught, survived + 1)) if caught else 0.0
+    high = float(beta.ppf(0.975, caught + 1, survived)) if survived else 1.0
+    return low, high
+
+
+def table(results: dict[str, list[Mutant]], totals: dict[str, int] | None = None) -> str:
+    """The score table (markdown) of ``results`` (module -> its mutants run)."""
+    totals = totals or {}
+    out = ["| module | mutants sampled (of all) | caught | survived | equivalent | score | 95% CI | "
+           "one-sided 95% lower bound |", "|---|---|---|---|---|---|---|---|"]
+    for mod, ms in results.items():
+        c, s, e, sc, low = score(ms)
+        lo, hi = interval(c, s)
+        of = f" of {totals[mod]}" if mod in totals else ""
+        out.append(f"| `{mod}` | {len(ms)}{of} | {c} | {s} | {e} | {100 * sc:.0f}% | "
+                   f"[{100 * lo:.1f}%, {100 * hi:.1f}%] | ≥ {100 * low:.1f}% |")
+    return "\n".join(out)
+
+
+def merge_runs(paths: list[Path], equivalent: dict[str, dict[str, str]] | None = None) -> dict[str, list[Mutant]]:
+    """The mutants of several ``--out`` files (shards of one sample, or a run and its ``--rerun``)
+    per module, a later file's outcome of the same mutant replacing an earlier one's; mutants
+    ``equivalent.toml`` lists now are counted as equivalent."""
+    equivalent = equivalent if equivalent is not None else load_equivalent()
+    merged: dict[str, dict[tuple[str, int], Mutant]] = {}
+    for path in paths:
+        for mod, ms in json.loads(Path(path).read_text()).items():
+            for d in ms:
+                m = Mutant(**d)
+                if m.key in equivalent.get(mod, {}):
+                    m.outcome = "equivalent"
+                merged.setdefault(mod, {})[(m.operator, m.occurrence)] = m
+    return {mod: sorted(ms.values(), key=lambda m: (m.line, m.operator, m.occurrence)) for mod, ms in merged.items()}
 
 
 def run_named(modules: list[str], cfg: dict, work: Path, log=print) -> list[tuple[str, str, str]]:
@@ -267,10 +422,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shard", default="1/1", help="i/n: run only every n-th mutant of the sample, from the i-th "
                                                      "(parallel processes; add up their tables)")
     ap.add_argument("--named", action="store_true", help="run the changes named.toml lists instead of a sample")
-    ap.add_argument("--rerun", type=Path, help="a JSON of an earlier run (same seed and sample, same module "
+    ap.add_argument("--rerun", type=Path, nargs="+", help="a JSON of an earlier run (same seed and sample, same module "
                                                 "source): keep its caught mutants, run the rest again")
+    ap.add_argument("--resume", type=Path, nargs="+", help="the --out file of a stopped run (same seed, sample, shard and "
+                                                 "module source): keep every outcome it has, run the rest")
+    ap.add_argument("--only-listed", action="store_true", help="with --rerun: run only the mutants those files "
+                                                                 "hold (the part of the sample a stopped run reached)")
+    ap.add_argument("--report", type=Path, nargs="+", metavar="JSON",
+                    help="print the score table of earlier --out files (shards, a run and its reruns) and exit")
     ns = ap.parse_args(argv)
+    if ns.report:
+        results = merge_runs(ns.report)
+        totals = {mod: len(enumerate_mutants(mod, with_after=False)) for mod in results if (ROOT / mod).exists()}
+        print(table(results, totals))
+        for mod, ms in results.items():
+            for m in ms:
+                if m.outcome in ("survived", "error"):
+                    print(f"{m.outcome}: {mod}:{m.line} {m.key}")
+        return 0
     cfg = load_config()
+    for entry in stale_entries():
+        print(f"warning: stale entry (its code is gone), rewrite or remove it: {entry}")
     modules = ns.module or list(cfg["modules"])
     unknown = [m for m in modules if m not in cfg["modules"]]
     if unknown:
@@ -293,28 +465,41 @@ def main(argv: list[str] | None = None) -> int:
     shard = (int(i), int(n))
     equivalent = load_equivalent()
     previous: dict[str, dict[tuple[str, int], Mutant]] = {}
-    if ns.rerun:
-        for mod, ms in json.loads(ns.rerun.read_text()).items():
-            previous[mod] = {(d["operator"], d["occurrence"]): Mutant(**d) for d in ms}
+    for earlier in ns.resume or ns.rerun or []:  # a later file's outcome of the same mutant wins
+        for mod, ms in json.loads(earlier.read_text()).items():
+            previous.setdefault(mod, {}).update({(d["operator"], d["occurrence"]): Mutant(**d) for d in ms})
+    keep = ("caught", "survived", "equivalent") if ns.resume else ("caught",)
     work = copy_tree()
     results: dict[str, list[Mutant]] = {}
+
+    def save(current: list[Mutant] | None = None, mod: str | None = None) -> None:
+        # written after every mutant (temp file, then rename), so a stopped run can --resume
+        if not ns.out:
+            return
+        done = dict(results)
+        if current is not None:
+            done[mod] = [m for m in current if m.outcome]
+        tmp = ns.out.with_name(ns.out.name + ".tmp")
+        tmp.write_text(json.dumps({k: [asdict(m) for m in ms] for k, ms in done.items()}, indent=1))
+        tmp.replace(ns.out)
+
     try:
         for mod in modules:
             results[mod] = run_module(mod, cfg["modules"][mod], cfg.get("run", {}), sample=ns.sample, seed=ns.seed,
                                       equivalent=equivalent.get(mod, {}), work=work,
-                                      previous=previous.get(mod), shard=shard)
+                                      previous=previous.get(mod), shard=shard, keep=keep,
+                                      only_previous=ns.only_listed,
+                                      progress=lambda ms, mod=mod: save(ms, mod))
+            save()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("\n| module | mutants run | caught | survived | equivalent | score (95% lower bound) |\n|---|---|---|---|---|---|")
-    for mod, ms in results.items():
-        c, s, e, sc, low = score(ms)
-        print(f"| `{mod}` | {len(ms)} | {c} | {s} | {e} | {100 * sc:.0f}% (≥ {100 * low:.0f}%) |")
+    totals = {mod: len(enumerate_mutants(mod, with_after=False)) for mod in results}
+    print("\n" + table(results, totals))
     for mod, ms in results.items():
         for m in ms:
             if m.outcome in ("survived", "error"):
                 print(f"{m.outcome}: {mod}:{m.line} {m.key}")
-    if ns.out:
-        ns.out.write_text(json.dumps({mod: [asdict(m) for m in ms] for mod, ms in results.items()}, indent=1))
+    save()
     return 0
 
 
