@@ -1,4 +1,4 @@
-"""The report's house rules (issue 35), on the same import scan as tests/test_architecture.py:
+"""The report's house rules, on the same import scan as tests/test_architecture.py:
 
 * no import circle inside ``report/`` (``report/leaderboard.py`` ↔ ``report/write.py`` through
   ``versions()`` was one: ``versions()`` now lives in ``provenance.py``), nor anywhere between the
@@ -31,7 +31,7 @@ AUDITED = {
     "edufair_metrics.analysis.compare": {"compare_frames"},
     "edufair_metrics.analysis.frames": {"dialogue_frame"},
 }
-# Known exceptions, each with its reason (issue 35 left them): the judge-contingent grids of a second
+# Known exceptions, each with its reason: the judge-contingent grids of a second
 # judging are a separate analysis of other labels.
 ALLOWED = {
     ("edufair_metrics/report/judge_validity.py", "contrast_grid"): "the grids of the judge-contingent rows",

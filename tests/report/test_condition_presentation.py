@@ -49,7 +49,7 @@ def test_the_summary_lists_every_extension_condition_in_the_data():
 
 
 def test_the_gate_never_repeats_its_verdict_and_a_single_unit_is_singular():
-    """Two wordings of issue 35: "INCONCLUSIVE: inconclusive: ..." and "Each cell averages 1 units"."""
+    """Two wordings a reader tripped over: "INCONCLUSIVE: inconclusive: ..." and "Each cell averages 1 units"."""
     from edufair_metrics.report.compare import reason_text
 
     assert reason_text("inconclusive", ["inconclusive: the change straddles", "x"]) == ": the change straddles; x"

@@ -1,4 +1,4 @@
-"""The run card (issue 35): two runs that differ only in the tutor's temperature can be told apart
+"""The run card: two runs that differ only in the tutor's temperature can be told apart
 from their reports; the card names every role's model and decoding, T_max, protocol and seeds, and
 never an endpoint URL."""
 
