@@ -37,8 +37,10 @@ EXPECTED = HERE / "expected"
 N_BOOT = "50"
 # (name, command arguments after the run folder root is known); {R} = the unpacked runs, {O} = the output root
 COMMANDS: tuple[tuple[str, list[str]], ...] = (
-    ("report_evidence", ["report", "{R}/evidence", "--out", "{O}/report_evidence", "--n-boot", N_BOOT,
-                         "--min-pairs", "10"]),
+    # at the default minimum of pairs these 12 questions are "not testable": the banner, the descriptive
+    # rates and every "insufficient" path of the tables, figures and page (the statistics themselves are
+    # pinned by MORE_COMMANDS once generated)
+    ("report_evidence", ["report", "{R}/evidence", "--out", "{O}/report_evidence", "--n-boot", N_BOOT]),
 )
 # Stored in runs.tar.xz too, and pinned by the same code once expected/ holds them (on this project's
 # shared 2-core machine one report of these took over 6 CPU minutes, too long to generate here):
