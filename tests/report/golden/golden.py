@@ -11,7 +11,8 @@ with replicates, the leaderboard and the CI gate) run on the same stored runs: a
 Normalised (what legitimately differs between two identical runs of the command):
 * the folder the runs were unpacked to and the output folder -> ``<RUNS>`` / ``<OUT>``;
 * ``report_manifest.json`` / the leaderboard's and compare's JSON: ``created``, ``seconds``, the
-  installed ``versions`` (python, numpy, ...) and the viewer's ``seconds`` are blanked; the
+  installed ``versions`` (python, numpy, ...), the viewer's ``seconds`` and ``bytes`` (index.html holds
+  the command with its paths) are blanked; the
   samples files' sha256 stay (the stored runs do not change);
 * ``index.html``: the page's JSON is pinned as JSON (with the same blanked keys) in
   ``<name>.page.json``, the rest of the page (template, script, stylesheet) byte for byte;
@@ -53,7 +54,7 @@ MORE_COMMANDS: tuple[tuple[str, list[str]], ...] = (
     ("compare_paper", ["compare", "--baseline", "{R}/paper/org__fair", "--candidate", "{R}/paper/org__biased",
                        "--out", "{O}/compare_paper", "--n-boot", N_BOOT, "--min-pairs", "10"]),
 )
-VOLATILE = {"created", "seconds", "versions"}
+VOLATILE = {"created", "seconds", "versions", "bytes"}  # bytes: index.html holds the command's paths
 PAGE_DATA = re.compile(r"EF\.data = (.*?);\n</script>", re.S)  # report/html: render_index
 
 
