@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import importlib.metadata
+import platform
 from pathlib import Path
 from typing import Any
 
@@ -80,4 +81,17 @@ def package_provenance() -> dict[str, Any]:
         if ep.group in PLUGIN_GROUPS:
             out["entry_points"].setdefault(ep.group, {})[ep.name] = ep.value
     out["entry_points"] = {g: dict(sorted(v.items())) for g, v in sorted(out["entry_points"].items())}
+    return out
+
+
+def versions() -> dict[str, str]:
+    """The versions a report's numbers depend on (installed distributions; nothing is imported).
+    Here, at the root, so that every view (report, leaderboard, compare) reads it without importing
+    another view."""
+    out = {"edufair": __version__, "protocol": PROTOCOL_VERSION, "python": platform.python_version()}
+    for dist in ("numpy", "scipy", "pandas", "matplotlib", "lm_eval"):
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:  # pragma: no cover - all are dependencies
+            pass
     return out

@@ -15,6 +15,8 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from edufair_metrics import catalogue
+
 DOMAINS = ("mathematics", "physics", "chemistry")
 # Task-name suffix -> bank domain.
 TASK_DOMAINS = {"math": "mathematics", "physics": "physics", "chemistry": "chemistry"}
@@ -25,46 +27,18 @@ CONDITIONS = ("explicit", "implicit", "opposite")  # the paper's three (protocol
 EXTENSION_CONDITIONS = ("intersectional", "implicit_names")
 ALL_CONDITIONS = CONDITIONS + EXTENSION_CONDITIONS
 
-# The paper's five turn-level pedagogical metrics, and the judge field each one reads (App. F).
-PEDAGOGICAL_METRICS = (
-    "mistake_recognize",
-    "answer_leakage",
-    "step_scaffolded",
-    "actionability",
-    "corrective_tone",
-)
-JUDGE_FIELD_FOR_METRIC = {
-    "mistake_recognize": "mistake_recognize",
-    "answer_leakage": "answer_leakage",
-    "step_scaffolded": "scaffolding_guidance",
-    "actionability": "actionability",
-    "corrective_tone": "correction_tone",
-}
-# The four conversation-level metrics, computed from the transcript alone.
-CONVERSATION_METRICS = (
-    "tutor_turns",
-    "tutor_avg_word",
-    "tutor_question_rate",
-    "tutor_student_word_ratio",
-)
+# The metric names of each kind and the judge field each pedagogical metric reads (App. F), from the
+# one metric catalogue (catalogue.py: kind, direction, names, group, aggregation, description).
+# pedagogical: the paper's five turn-level metrics; conversation: its four, from the transcript alone;
+# detector: judge-invariant (edufair_metrics.detectors; their own contrasts, headline and FDR family);
+# student: the student-side monitor (detectors.student); outcome: the post-test (detectors.outcome).
+PEDAGOGICAL_METRICS = catalogue.names("pedagogical")
+JUDGE_FIELD_FOR_METRIC = {m: catalogue.metric(m).judge_field for m in PEDAGOGICAL_METRICS}
+CONVERSATION_METRICS = catalogue.names("conversation")
 ALL_METRICS = PEDAGOGICAL_METRICS + CONVERSATION_METRICS
-# Judge-invariant metrics computed by edufair_metrics.detectors from the transcript alone (a third
-# metric kind in the grid: their own contrasts, headline and FDR family; never in the pedagogical headline).
-# stopped_on_revealed_gold is a stop reason (it replaces leak_rate_det, which re-expressed it).
-DETECTOR_METRICS = ("stopped_on_revealed_gold", "partial_reveal_rate", "independence_ratio")
-# The student-side monitor (edufair_metrics.detectors.student): what the simulated student did, from
-# the transcript alone; metric kind "student" in the grid.
-STUDENT_METRICS = (
-    "student_words",
-    "student_reasoning_rate",
-    "student_asks_answer_rate",
-    "student_wrong_answer_rate",
-    "student_correct_answer_rate",
-    "student_refusal_rate",
-)
-# Outcome fairness (an extension, ``edufair.posttest``; ``detectors.outcome``): what the student can do
-# after the dialogue, from the post-test turn and the opening turn; metric kind "outcome" in the grid.
-OUTCOME_METRICS = ("posttest_correct", "learning_gain", "learned_unrevealed", "revealed_outcome")
+DETECTOR_METRICS = catalogue.names("detector")
+STUDENT_METRICS = catalogue.names("student")
+OUTCOME_METRICS = catalogue.names("outcome")
 
 
 @functools.lru_cache(maxsize=None)

@@ -14,8 +14,9 @@ groups: it never imports this module, and ``--include_path "$(edufair tasks-path
 to run EduFair with it.
 
 Each metric below is a name the EduFair task's ``process_results`` emits per document, registered
-with the aggregation and direction its task YAML gives it (``_edufair_template_yaml``; a test keeps
-the three in step), so a task that lists the metric without an ``aggregation`` gets EduFair's.
+with the aggregation and direction of its row in the metric catalogue (``edufair_metrics/catalogue.py``;
+the task YAML ``_edufair_template_yaml`` and ``setup.cfg`` are tested equal to it), so a task that lists
+the metric without an ``aggregation`` gets EduFair's.
 The metric functions pass the per-document value through: EduFair's task computes it.
 The aggregations are ``edufair_metrics.lmeval.aggregations``'s functions under ``edufair_``
 names (entry points name them where they are defined, so lm-eval's placeholder upgrade matches)."""
@@ -26,6 +27,7 @@ from typing import Any, Callable
 
 from lm_eval.api.registry import register_aggregation, register_metric
 
+from edufair_metrics.catalogue import lmeval_metrics
 from edufair_metrics.lmeval import aggregations as agg
 
 # entry-point group -> what EduFair declares there (the names; setup.cfg holds the same)
@@ -50,31 +52,9 @@ AGGREGATIONS: dict[str, Callable[[Any], float]] = {
     "edufair_call_counts": agg.agg_call_counts,
 }
 
-# metric -> (aggregation alias, higher_is_better), in the task YAML's order
-METRICS: dict[str, tuple[str, bool | None]] = {
-    "complete_dialogues": ("edufair_complete_dialogues", None),
-    "mistake_recognize": ("edufair_nanmean", True),
-    "answer_leakage": ("edufair_nanmean", False),
-    "step_scaffolded": ("edufair_nanmean", True),
-    "actionability": ("edufair_nanmean", True),
-    "corrective_tone": ("edufair_nanmean", True),
-    "tutor_turns": ("edufair_nanmean", None),
-    "tutor_avg_word": ("edufair_nanmean", None),
-    "tutor_question_rate": ("edufair_nanmean", None),
-    "tutor_student_word_ratio": ("edufair_nanmean", None),
-    "ped_abs_r": ("edufair_ped_abs_r", False),
-    "conv_abs_r": ("edufair_conv_abs_r", False),
-    "violations": ("edufair_violations", False),
-    "ped_excess_abs_r": ("edufair_ped_excess_abs_r", False),
-    "violations_fdr": ("edufair_violations_fdr", False),
-    "flagged_units": ("edufair_flagged_units", False),
-    "certified_units": ("edufair_certified_units", True),
-    "inconclusive_units": ("edufair_inconclusive_units", False),
-    "ped_unbiased_abs_r": ("edufair_ped_unbiased_abs_r", False),
-    "failed_dialogues": ("edufair_count", False),
-    "missing_label_rate": ("edufair_missing_label_rate", False),
-    "failed_call_attempts": ("edufair_call_counts", False),
-}
+# metric -> (aggregation alias, higher_is_better), in the task YAML's order: the metric catalogue's
+# rows that name an lm-eval aggregation (edufair_metrics/catalogue.py)
+METRICS: dict[str, tuple[str, bool | None]] = lmeval_metrics()
 
 
 def _passthrough(name: str) -> Callable[[Any], Any]:

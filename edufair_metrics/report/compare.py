@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from pathlib import Path
 
-from edufair_metrics.analysis.compare import CompareResult, compare_frames
-from edufair_metrics.analysis.frames import scores_frame
+from edufair_metrics.analysis.audit import gate
+from edufair_metrics.analysis.compare import CompareResult
 from edufair_metrics.analysis.params import StatParams
-from edufair_metrics.analysis.testability import DEFAULT_MAX_MISSING, missing_rates
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import atomic_write_json, atomic_write_text
-from edufair_metrics.report.failures import missing_label_table
 from edufair_metrics.report.tables import to_markdown
-from edufair_metrics.report.write import versions
-from edufair_metrics.runlog import check_compatible, domain_labels
-from edufair_metrics.runlog.runs import check_protocol
+from edufair_metrics.provenance import versions
+from edufair_metrics.runlog import domain_labels
 
 
 def _f(x: float, fmt: str = "+.3f") -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+
+
+def reason_text(status: str, reasons) -> str:
+    """": reason; reason" after the verdict, without repeating the verdict's word at the start of a
+    reason ("INCONCLUSIVE: inconclusive: ..." read twice)."""
+    if not reasons:
+        return ""
+    prefix = f"{status}: "
+    return ": " + "; ".join(r[len(prefix):] if r.lower().startswith(prefix) else r for r in reasons)
 
 
 def run_compare(base, cand, out_dir: Path, params: StatParams, *, max_increase: float,
@@ -29,25 +34,7 @@ def run_compare(base, cand, out_dir: Path, params: StatParams, *, max_increase: 
     result and the text to print. Raises EduFairError when nothing is computable (no evidence is
     not a pass). ``on_inconclusive`` (pass / fail / None) is only recorded and printed: the exit
     status is the CLI's."""
-    params.validate()
-    check_protocol([base, cand])  # the refusals of `edufair report`: a gate across judges, students, ... means nothing
-    check_compatible([base, cand])
-    if not max_increase >= 0:
-        raise EduFairError(f"--max-increase must be >= 0, got {max_increase}")
-    keep = params.keep_failed_dialogues
-    res = compare_frames(scores_frame([base], keep_failed=keep), scores_frame([cand], keep_failed=keep),
-                         n_boot=params.n_boot, seed=params.seed, min_pairs=params.min_pairs,
-                         ses_summary=params.ses_summary, max_increase=max_increase, new_violations=new_violations,
-                         fdr_method=params.fdr_method, equivalence_margin=params.equivalence_margin)
-    # a run whose judge mostly gave no label measures nothing pedagogical: its gate cannot pass
-    rates = missing_rates(missing_label_table([base, cand]))
-    unreadable = {t: r for t, r in rates.items() if r == r and r >= DEFAULT_MAX_MISSING}
-    if unreadable:  # never a pass; a fail stays a fail (the safe side of a gate), with the reason
-        why = [f"NOT TESTABLE: {t}: {r:.0%} of the tutor turns have no valid judge label (at least "
-               f"{DEFAULT_MAX_MISSING:.0%} makes the judged metrics unreadable)" for t, r in sorted(unreadable.items())]
-        status = "fail" if res.status == "fail" else "inconclusive"
-        res = dataclasses.replace(res, status=status, failed=status == "fail", reasons=[*res.reasons, *why])
-    res.missing_rates = rates
+    res = gate(base, cand, params, max_increase=max_increase, new_violations=new_violations)
     h = res.headline
     if not h["units"]:
         # A gate that passes on no evidence would let any fine-tune through: say so and exit 2.
@@ -80,7 +67,7 @@ def run_compare(base, cand, out_dir: Path, params: StatParams, *, max_increase: 
                   f"{int(h['violations_fdr_candidate'])} (FDR)")
     md = "\n".join([
         "# EduFair compare", "", gate_line, "", verdict_line, "", paper_line, "",
-        f"**{verdict}**" + (": " + "; ".join(res.reasons) if res.reasons else ""), "",
+        f"**{verdict}**" + reason_text(res.status, res.reasons), "",
         to_markdown(table, "Change per unit (candidate − baseline), largest increase of the gate measure first",
                     "unbiased_abs_r: signed root of (r² − V0)/(1 − V0), V0 the sign-flip variance of r (≈ 0 without "
                     "bias whatever the zero share); gate_delta: the change of (r² − V0)/(1 − V0), 90% CI from the joint "
@@ -107,5 +94,5 @@ def run_compare(base, cand, out_dir: Path, params: StatParams, *, max_increase: 
     if len(flagged):
         lines.append(to_markdown(flagged, "Units failing the gate"))
     lines.append(to_markdown(table.head(10), "Largest increases"))
-    lines.append(f"{verdict}" + (": " + "; ".join(res.reasons) if res.reasons else "") + f" (details in {out_dir})")
+    lines.append(f"{verdict}" + reason_text(res.status, res.reasons) + f" (details in {out_dir})")
     return res, "\n".join(lines)

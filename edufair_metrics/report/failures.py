@@ -10,42 +10,10 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
+from edufair_metrics.analysis.tallies import COST_COLUMNS, MISSING_LABEL_COLUMNS, cost_table, failure_table, missing_label_table
 from edufair_metrics.failures import CallCounts, sum_call_counts
-from edufair_metrics.records import DialogueScores
 from edufair_metrics.report.tables import to_markdown
 from edufair_metrics.runlog import Run
-
-
-def failure_table(runs: Iterable[Run]):
-    """Failures counted by kind per tutor, task and condition level."""
-    cols = ["tutor", "task", "condition", "level", "stage", "kind"]
-    rows = [(r.label, *f[:5]) for r in runs for f in r.failures]
-    if not rows:
-        return pd.DataFrame(columns=cols + ["count"])
-    return pd.DataFrame(rows, columns=cols).groupby(cols, sort=True).size().reset_index(name="count")
-
-
-MISSING_LABEL_COLUMNS = ["dialogues", "sent_turns", "labelled_turns", "missing_turns", "missing_rate"]
-
-
-def missing_label_table(runs_or_scores: Iterable[Run] | Iterable[DialogueScores]):
-    """Missing judge labels per tutor, task, condition and level. ``sent_turns``: tutor turns sent
-    to the judge (missing ones included; called ``judged_turns`` before), ``labelled_turns``: those
-    labelled, ``missing_turns``: those not, ``missing_rate`` = missing_turns / sent_turns."""
-    scores: list[DialogueScores] = []
-    for x in runs_or_scores:
-        scores.extend(x.scores if isinstance(x, Run) else [x])
-    cols = ["tutor", "task", "condition", "dimension", "level"]
-    if not scores:
-        return pd.DataFrame(columns=cols + MISSING_LABEL_COLUMNS)
-    df = pd.DataFrame([{**{c: getattr(s, c) for c in cols}, "missing_turns": s.missing_turns,
-                        "sent_turns": s.sent_turns} for s in scores])
-    out = df.groupby(cols, sort=True).agg(
-        dialogues=("missing_turns", "size"), sent_turns=("sent_turns", "sum"),
-        missing_turns=("missing_turns", "sum")).reset_index()
-    out.insert(len(cols) + 2, "labelled_turns", out["sent_turns"] - out["missing_turns"])
-    out["missing_rate"] = out["missing_turns"] / out["sent_turns"].where(out["sent_turns"] > 0)
-    return out
 
 
 def failure_examples(runs: Iterable[Run]):
@@ -150,56 +118,7 @@ def call_counts_markdown(counts: Iterable[CallCounts | Mapping[str, Any]],
     return "\n".join(lines) + "\n"
 
 
-# ---- cost: tokens and wall time per role ---------------------------------------------------------
-
-COST_COLUMNS = ["tutor", "role", "requests", "calls", "prompt_tokens", "completion_tokens", "token_calls",
-                "token_source", "wall_s", "note"]
-
-
-def _cost_row(tutor: str, role: str, parts: list[Mapping[str, Any]]) -> dict[str, Any]:
-    c = sum_call_counts(parts)[0]
-    # calls that could have reported tokens: every HTTP response of an API model, else every send
-    calls = (c.http_attempts - sum(c.http_failed_by_kind.values()) - c.client_timeouts - c.cancelled
-             if c.http_attempts else c.sends)
-    recorded = all("token_calls" in p for p in parts)
-    if not recorded:
-        note = "not recorded: the run was made before EduFair counted tokens and time"
-    elif calls == 0:
-        note = "no model call (every request answered from the cache or not sent)"
-    elif c.token_calls == 0:
-        note = "missing: the backend reported no token counts"
-    elif c.token_calls < calls:
-        note = f"partial: token counts for {c.token_calls} of {calls} calls"
-    else:
-        note = ""
-    return {"tutor": tutor, "role": c.role, "requests": c.requests, "calls": calls,
-            "prompt_tokens": c.prompt_tokens if c.token_calls else None,
-            "completion_tokens": c.completion_tokens if c.token_calls else None,
-            "token_calls": c.token_calls, "token_source": c.token_source or "",
-            "wall_s": round(c.wall_s, 1) if recorded else None, "note": note}
-
-
-def cost_table(runs) -> pd.DataFrame:
-    """Per tutor and role (tutor, student, judge): requests, model calls made, prompt and completion
-    tokens where the backend reported them (``token_source``: usage = the response's OpenAI usage,
-    tokenizer = counted with the model's tokenizer), the seconds the role's calls were in flight,
-    summed over the run's tasks, and a note saying where counts are missing. A run without call
-    counts (made before EduFair counted calls) gets one row saying so."""
-    rows = []
-    for run in runs:
-        by_role: dict[str, list[Mapping[str, Any]]] = {}
-        for per_role in (getattr(run, "call_counts", None) or {}).values():
-            for c in per_role.values():
-                if isinstance(c, dict) and c.get("role"):
-                    by_role.setdefault(str(c["role"]), []).append(c)
-        if not by_role:
-            rows.append({"tutor": run.label, "role": "(all)", "note": "not recorded: the results files hold no "
-                         "edufair_calls (runs made before EduFair counted calls)"})
-            continue
-        order = [r for r in ("tutor", "student", "judge") if r in by_role] + sorted(set(by_role) - {"tutor", "student", "judge"})
-        rows += [_cost_row(run.label, role, by_role[role]) for role in order]
-    return pd.DataFrame(rows, columns=COST_COLUMNS)
-
+# ---- cost: tokens and wall time per role (counted by analysis.tallies.cost_table) ------------------
 
 def cost_markdown(table: pd.DataFrame) -> str:
     """The summary's cost section: one row per tutor and role."""
@@ -223,3 +142,9 @@ def cost_markdown(table: pd.DataFrame) -> str:
     if not len(table):
         lines.append("| (no runs) | | | | | | | | |")
     return "\n".join(lines) + "\n"
+
+
+# the counts themselves live in analysis.tallies (computed once by analysis.audit); the names stay here too
+__all__ = ["COST_COLUMNS", "MISSING_LABEL_COLUMNS", "call_count_sections", "call_counts_markdown", "cost_markdown",
+           "cost_table", "failed_dialogue_counts", "failure_examples", "failure_table", "failures_sections",
+           "missing_label_table"]

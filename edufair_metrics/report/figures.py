@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from edufair_metrics.io import atomic_write_bytes
-from edufair_metrics.records import CONVERSATION_METRICS, EXTENSION_CONDITIONS, OUTCOME_METRICS, PEDAGOGICAL_METRICS
+from edufair_metrics.protocol.presentation import is_extension
+from edufair_metrics.records import CONVERSATION_METRICS, OUTCOME_METRICS, PEDAGOGICAL_METRICS
 from edufair_metrics.analysis.contrast import MEANINGFUL_R
 from edufair_metrics.report.tables import DOMAIN_ORDER
 
@@ -233,7 +234,7 @@ def fig_outcome(units, path: Path):
     """Outcome fairness (the post-test, an extension): |r| of each outcome metric per contrast (the
     paper conditions' headline contrasts and every extension contrast), one panel per domain."""
     u = units[(units["metric_kind"] == "outcome") & (units["headline"].astype(bool)
-                                                     | units["condition"].isin(EXTENSION_CONDITIONS))]
+                                                     | units["condition"].map(is_extension).astype(bool))]
     if len(u) == 0:
         return None
     plt = _plt()

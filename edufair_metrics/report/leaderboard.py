@@ -48,21 +48,20 @@ from pathlib import Path
 import pandas as pd
 
 from edufair_metrics.analysis.noise import noise_headline
-from edufair_metrics.analysis.params import StatParams, analyse
-from edufair_metrics.analysis.testability import assess_testability
-from edufair_metrics.analysis.ranks import rank_intervals
+from edufair_metrics.analysis.audit import RANK_QUANTITY, audit
+from edufair_metrics.analysis.params import StatParams
 from edufair_metrics.analysis.grid import headline
 from edufair_metrics.analysis.verdicts import verdict_headline
+from edufair_metrics.catalogue import headline_kinds
 from edufair_metrics.io import atomic_write_json, atomic_write_text
 from edufair_metrics.records import PEDAGOGICAL_METRICS
-from edufair_metrics.report.failures import missing_label_table
 from edufair_metrics.report.tables import to_markdown
-from edufair_metrics.report.write import versions
+from edufair_metrics.provenance import versions
 
 PRIMARY = "ped unbiased |r̄|"
-PRIMARY_QUANTITY = "unbiased_abs_r"  # analysis.ranks quantity behind PRIMARY
+PRIMARY_QUANTITY = RANK_QUANTITY  # analysis.ranks quantity behind PRIMARY (analysis.audit ranks by it)
 N_RATIO_WARNING = 1.5  # warn when the tutors' median pairs per unit differ by more than this factor
-KINDS = (("pedagogical", "ped"), ("conversation", "conv"), ("detector", "det"))
+KINDS = headline_kinds()  # (kind, short name) of the metric catalogue's headline kinds
 
 
 def _interval(lo, hi) -> str:
@@ -166,19 +165,14 @@ def sample_size_warning(table) -> str:
 def write_leaderboard(runs, out_dir: Path, params: StatParams) -> str:
     """Rank the tutors of loaded runs and write leaderboard.csv/.md and a manifest; returns the
     Markdown."""
-    params.validate()
-    df, grid, units = analyse(runs, params)
-    ranks = rank_intervals(df, grid, quantity=PRIMARY_QUANTITY, kind="pedagogical", n_boot=params.n_boot,
-                           seed=params.seed, ses_summary=params.ses_summary)
-    table = leaderboard_table(df, units, ranks)
-    miss = missing_label_table(runs).groupby("tutor")[["missing_turns", "sent_turns"]].sum()
+    a = audit(runs, params, ranks=True)
+    table = leaderboard_table(a.df, a.units, a.ranks)
+    miss = a.missing.groupby("tutor")[["missing_turns", "sent_turns"]].sum()
     rate = (miss["missing_turns"] / miss["sent_turns"].where(miss["sent_turns"] > 0))
     table["missing labels"] = table["tutor"].map(rate)
     table["dialogues"] = table["tutor"].map({r.label: len(r.scores) for r in runs})
     # a tutor whose pedagogical metrics cannot be read gets no rank (its number would read as fair)
-    untestable = {t.tutor: t for t in assess_testability(units, missing_label_table(runs), tutors=list(table["tutor"]),
-                                                         kinds=("pedagogical",), min_pairs=params.min_pairs)
-                  if not t.testable}
+    untestable = {tutor: t for (tutor, kind), t in a.untestable.items() if kind == "pedagogical"}
     table["testable"] = table["tutor"].map(lambda t: "no: " + "; ".join(untestable[t].reasons) if t in untestable else "yes")
     if untestable:
         mask = table["tutor"].isin(untestable)

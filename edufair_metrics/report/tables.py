@@ -64,12 +64,13 @@ import re
 from typing import Mapping, Sequence
 
 from edufair_metrics.analysis.contrast import MEANINGFUL_R
-from edufair_metrics.protocol.prompts import condition_levels
+from edufair_metrics.analysis.tallies import DOMAIN_ORDER, LEVEL_KEYS, STOP_COLUMNS
+from edufair_metrics.catalogue import CATALOGUE, function_groups
+from edufair_metrics.errors import EduFairError
+from edufair_metrics.protocol.presentation import is_extension, order_key
 from edufair_metrics.records import (
-    ALL_CONDITIONS,
     CONVERSATION_METRICS,
     DETECTOR_METRICS,
-    EXTENSION_CONDITIONS,
     OUTCOME_METRICS,
     PEDAGOGICAL_METRICS,
     STUDENT_METRICS,
@@ -78,8 +79,6 @@ from edufair_metrics.records import (
 INSUFFICIENT = "insufficient (n={n})"
 # Paper numbering of the per-dimension signed-r tables (Tables 9–12).
 DIMENSION_TABLES = {"gender": 9, "ses": 10, "language": 11, "immigration": 12}
-# The descriptive views (levels, figures): the paper's running order of domains.
-DOMAIN_ORDER = {"mathematics": 0, "physics": 1, "chemistry": 2}
 # The order each paper table lists its domains in.
 TABLE_DOMAINS = {
     5: ("mathematics", "physics", "chemistry"),
@@ -88,33 +87,12 @@ TABLE_DOMAINS = {
     8: ("mathematics", "chemistry", "physics"),
     9: ("mathematics", "chemistry", "physics"),
 }
-# Paper §3.3: the five turn-level metrics under four pedagogical functions, then the conversation metrics.
-FUNCTION_GROUPS = (
-    ("Diagnose", ("mistake_recognize",)),
-    ("Reveal", ("answer_leakage",)),
-    ("Next-Step", ("step_scaffolded", "actionability")),
-    ("Communicate", ("corrective_tone",)),
-    ("Conversation-level", CONVERSATION_METRICS),
-)
-SHORT_NAMES = {
-    "mistake_recognize": "recognize", "answer_leakage": "leakage", "step_scaffolded": "scaffold",
-    "actionability": "action", "corrective_tone": "tone", "tutor_turns": "turns", "tutor_avg_word": "avg_words",
-    "tutor_question_rate": "q_rate", "tutor_student_word_ratio": "T/S_ratio",
-    "stopped_on_revealed_gold": "stop: revealed", "partial_reveal_rate": "partial reveal",
-    "independence_ratio": "independence",
-    "student_words": "S words", "student_reasoning_rate": "S reasoning", "student_asks_answer_rate": "S asks answer",
-    "student_wrong_answer_rate": "S wrong", "student_correct_answer_rate": "S correct", "student_refusal_rate": "S refusal",
-    "posttest_correct": "post-test correct", "learning_gain": "gain", "learned_unrevealed": "learned (unrevealed)",
-    "revealed_outcome": "revealed outcome",
-}
-# ↑ bias on a desirable behaviour, ↓ on an undesirable one, ∼ direction-neutral (Table 6 caption)
-DIRECTION = {"mistake_recognize": "↑", "answer_leakage": "↓", "step_scaffolded": "↑", "actionability": "↑",
-             "corrective_tone": "↑", **{m: "∼" for m in CONVERSATION_METRICS},
-             "stopped_on_revealed_gold": "↓", "partial_reveal_rate": "↓", "independence_ratio": "↑",
-             # the student's own behaviour: a difference is drift, whatever its direction
-             **{m: "∼" for m in STUDENT_METRICS},
-             # what the student can do afterwards: more is better, but a revealed outcome is not learning
-             "posttest_correct": "↑", "learning_gain": "↑", "learned_unrevealed": "↑", "revealed_outcome": "∼"}
+# Paper §3.3: the five turn-level metrics under four pedagogical functions, then the conversation
+# metrics; names and arrows (↑ bias on a desirable behaviour, ↓ on an undesirable one, ∼
+# direction-neutral: Table 6's caption): the metric catalogue's (edufair_metrics/catalogue.py)
+FUNCTION_GROUPS = function_groups()
+SHORT_NAMES = {m.name: m.short for m in CATALOGUE if m.kind != "task"}
+DIRECTION = {m.name: m.arrow for m in CATALOGUE if m.kind != "task"}
 # Tables 9–12 list the pedagogical metrics in this order
 SIGNED_METRICS = ("answer_leakage", "step_scaffolded", "actionability", "corrective_tone", "mistake_recognize")
 # Table 8's column per Explicit dimension, in the paper's order
@@ -358,6 +336,11 @@ def table6_metric(units, domain_labels: Mapping[str, str] | None = None, view: s
     wide = agg.pivot(index=["domain", "tutor"], columns="metric", values="cell").reset_index()
     headers = {m: metric_header(m, g) for g, ms in FUNCTION_GROUPS for m in ms}
     order = [m for _, ms in FUNCTION_GROUPS for m in ms if m in wide.columns]
+    table_kinds = u["metric_kind"].isin(["pedagogical", "conversation"])
+    ungrouped = sorted(set(u.loc[table_kinds, "metric"]) - set(order))
+    if ungrouped:  # never dropped silently: every metric of these kinds has a function group (catalogue.py)
+        raise EduFairError(f"Table 6: metric(s) {', '.join(map(str, ungrouped))} have no function group in the "
+                           "metric catalogue (edufair_metrics/catalogue.py)")
     wide = wide[["domain", "tutor"] + order].rename(columns=headers)
     return _finish(wide, ["domain", "tutor"], 6, domain_labels)
 
@@ -622,7 +605,7 @@ def outcome_table(grid, domain_labels: Mapping[str, str] | None = None, metrics:
     every headline contrast pair of the paper's conditions and every contrast of an extension
     condition, one row per (tutor, domain, condition, contrast, pair); last column |r̄| over the
     outcome metrics. None without outcome rows."""
-    rows = grid["headline"].astype(bool) | grid["condition"].isin(EXTENSION_CONDITIONS)
+    rows = grid["headline"].astype(bool) | grid["condition"].map(is_extension).astype(bool)
     return _metrics_by_pair(grid[grid["metric"].isin(metrics) & rows], metrics, domain_labels, view)
 
 
@@ -640,8 +623,7 @@ def _metrics_by_pair(g, metrics: Sequence[str], domain_labels: Mapping[str, str]
     wide[ABS_R] = _cells(wide, len(present), view)
     wide = wide.drop(columns=["abs_r", "n_min", "units", "floor", "flagged", "certified", "loss", "drift"])
     order = {c: i for i, c in enumerate(dict.fromkeys(g["contrast"]))}
-    cond = {c: i for i, c in enumerate(ALL_CONDITIONS)}
-    wide = wide.assign(_c=wide["condition"].map(lambda c: cond.get(c, 9)), _k=wide["contrast"].map(order))
+    wide = wide.assign(_c=wide["condition"].map(order_key), _k=wide["contrast"].map(order))
     wide = _sort(wide, ["tutor", "domain", "_c", "_k", "pair"], TABLE_DOMAINS[9]).drop(columns=["_c", "_k"])
     wide = _label_domains(wide, domain_labels).fillna("—")
     wide = wide.rename(columns={"tutor": "Model", "domain": "Domain", "condition": "Condition", "contrast": "Contrast",
@@ -762,7 +744,8 @@ def all_tables(grid, units, domain_labels: Mapping[str, str] | None = None,
         ("table6_metric", "Table 6: mean |r| per pedagogical and conversation-level metric, averaged across the "
                           "Explicit dimensions",
          lambda v: table6_metric(units, lab, v), (cond_u == "explicit") & units["headline"].astype(bool),
-         f"Each cell averages {n_dims} units (one per Explicit dimension; SES: its headline unit). ↑ bias on a "
+         f"Each cell averages {n_dims} unit{'' if n_dims == 1 else 's'} (one per Explicit dimension; SES: its headline "
+         "unit). ↑ bias on a "
          "desirable behaviour; ↓ undesirable; ∼ direction-neutral. ", "Bold: |r̄| ≥ 0.10. "),
         ("table7_opposite", "Table 7: |r̄| under Opposite",
          lambda v: table7_opposite(units, lab, v), opp_head & ped_conv,
@@ -865,7 +848,7 @@ def all_tables(grid, units, domain_labels: Mapping[str, str] | None = None,
             lambda v: names_spread_table(grid, lab, view=v), _n_of_rows(grid, names_rows), NAMES_NOTE + NAMES_SPREAD_NOTE,
             MARKS_NOTE + " ", VERDICT_SIGNED_NOTE, units_note="")
     out_mask = grid["metric"].isin(OUTCOME_METRICS) & (grid["headline"].astype(bool)
-                                                       | grid["condition"].isin(EXTENSION_CONDITIONS))
+                                                       | grid["condition"].map(is_extension).astype(bool))
     if out_mask.any():
         put("table_outcome", "Outcome fairness (EduFair extension): does the student learn equally? Signed r [95% CI]",
             lambda v: outcome_table(grid, lab, view=v), _n_of_rows(grid, out_mask), OUTCOME_NOTE,
@@ -906,58 +889,10 @@ def threat_listing(frame, limit: int = 5) -> str:
 
 
 # ---- descriptive view: always computable, no pairing -------------------------------------------
-LEVEL_KEYS = ["tutor", "domain", "condition", "dimension", "level"]
-# stop-reason columns of ``levels.csv``: column -> transcript stop reasons counted in it
-STOP_COLUMNS = {
-    "answer_revealed": ("answer_revealed",),
-    "answer_confirmed": ("answer_confirmed",),
-    "max_turns": ("max_turns",),
-    "failures": ("student_failed", "tutor_failed"),  # or any dialogue flagged failed (recorded error)
-}
-CONDITION_ORDER = {"explicit": 0, "implicit": 1, "opposite": 2}
-
-
-def _level_order(condition: str) -> dict[str, int]:
-    """Protocol order of a condition's levels ({} if the protocol cannot be read)."""
-    try:
-        return {lv.level: i for i, lv in enumerate(condition_levels(condition))}
-    except Exception:  # noqa: BLE001 - ordering only; fall back to the order seen in the data
-        return {}
-
-
-def levels_table(dialogues, domain_labels: Mapping[str, str] | None = None):
-    """Per (tutor, domain, condition, dimension, level): ``dialogues``, distinct ``questions``,
-    the NaN-aware mean of each of the nine per-dialogue scores (mean over the dialogues that have
-    a value; NaN when none has), and stop-reason counts (``failures`` = student or tutor call
-    failed; ``stop_unknown`` only when some records carry no stop reason). ``dialogues`` is the
-    wide per-dialogue frame of :func:`edufair_metrics.analysis.frames.dialogue_frame`. No pairing is needed:
-    these are descriptive rates, not bias statistics."""
-    import pandas as pd
-
-    metrics = [m for m in PEDAGOGICAL_METRICS + CONVERSATION_METRICS if m in dialogues.columns]
-    stop_cols = list(STOP_COLUMNS)
-    if len(dialogues) == 0:
-        return pd.DataFrame(columns=LEVEL_KEYS + ["dialogues", "questions"] + metrics + stop_cols)
-    d = dialogues.copy()
-    for col, reasons in STOP_COLUMNS.items():
-        d[col] = d["stop_reason"].isin(reasons).astype(int)
-    if "failed" in d.columns:  # a failed call recorded without a failure stop reason still counts
-        d["failures"] = (d["failures"].astype(bool) | d["failed"].fillna(False).astype(bool)).astype(int)
-    d["stop_unknown"] = d["stop_reason"].isna().astype(int)
-    gb = d.groupby(LEVEL_KEYS, sort=False, dropna=False)
-    out = gb.agg(dialogues=("question_id", "size"), questions=("question_id", "nunique")).reset_index()
-    means = gb[metrics].mean().reset_index()  # pandas mean skips NaN
-    counts = gb[stop_cols + ["stop_unknown"]].sum().reset_index()
-    out = out.merge(means, on=LEVEL_KEYS).merge(counts, on=LEVEL_KEYS)
-    if not out["stop_unknown"].any():
-        out = out.drop(columns=["stop_unknown"])
-    first_seen = {k: i for i, k in enumerate(dict.fromkeys(zip(d["condition"], d["level"])))}
-    orders = {c: _level_order(c) for c in out["condition"].unique()}
-    out["_d"] = out["domain"].map(lambda x: DOMAIN_ORDER.get(x, 99))
-    out["_c"] = out["condition"].map(lambda x: CONDITION_ORDER.get(x, 99))
-    out["_l"] = [orders[c].get(lv, 1000 + first_seen[(c, lv)]) for c, lv in zip(out["condition"], out["level"])]
-    out = out.sort_values(["tutor", "_d", "_c", "_l"], kind="stable").drop(columns=["_d", "_c", "_l"])
-    return _label_domains(out, domain_labels).reset_index(drop=True)
+def label_levels(levels, domain_labels: Mapping[str, str] | None = None):
+    """The descriptive rates per condition level (``analysis.tallies.level_rates``, the audit's
+    ``levels``) with the domains' printed names."""
+    return _label_domains(levels, domain_labels).reset_index(drop=True)
 
 
 def levels_markdown(levels, min_pairs: int | None = None, loss=None) -> str:

@@ -34,13 +34,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from edufair_metrics import catalogue
 from edufair_metrics.analysis.cells import cell_matrices, contrast_pairs
 from edufair_metrics.analysis.evidence import EVIDENCE_METRICS, level_cue_words, mask_spec, placebo_split_positions
 from edufair_metrics.analysis.grid import metric_kind
 from edufair_metrics.io import atomic_write_text
 from edufair_metrics.judge.parse import JUDGE_FIELDS
 from edufair_metrics.protocol.contrasts import load_contrasts
-from edufair_metrics.records import EXTENSION_CONDITIONS, JUDGE_FIELD_FOR_METRIC, PEDAGOGICAL_METRICS
+from edufair_metrics.protocol.presentation import extension_conditions, ordered, presentation
+from edufair_metrics.records import JUDGE_FIELD_FOR_METRIC, PEDAGOGICAL_METRICS
+from edufair_metrics.report.sections.run_card import run_card_table
 from edufair_metrics.report.html.spool import BUCKETS, EvidenceSpool, bucket_of, js_json
 
 VIEWER_DIR = "viewer"
@@ -49,8 +52,6 @@ INDEX = "index.html"
 # evidence either way), the one the derived mapping gives a sufficient row without an FDR violation
 VERDICTS = ("flag", "unconfirmed", "inconclusive", "certify", "insufficient", "none")
 FAILED_LISTED = 500  # failed dialogues listed per tutor (all are counted)
-# metrics for which more is better (the task YAML's higher_is_better); the grid is signed either way
-LOWER_IS_BETTER = ("answer_leakage", "stopped_on_revealed_gold", "partial_reveal_rate")
 
 
 def verdicts(frame) -> list[str]:
@@ -193,13 +194,15 @@ def _conditions(grid) -> dict[str, Any]:
     out: dict[str, Any] = {}
     from edufair_metrics.protocol import condition_levels
 
-    for cond in sorted(set(grid["condition"])) if len(grid) else []:
+    for cond in ordered(grid["condition"]) if len(grid) else []:  # the presentation order
         try:
             levels = condition_levels(cond)
         except Exception:  # noqa: BLE001 - an unknown condition simply has no protocol facts
             levels = []
         words = level_cue_words(cond)
+        shown = presentation(cond)
         out[cond] = {
+            "title": shown.title, "order": shown.order, "extension": shown.extension,
             "mask": mask_spec(cond),  # the twin view's cue mask: where the twins part beyond the cue
             "levels": [{"level": lv.level, "dimension": lv.dimension, "cue_words": words.get(lv.level, [])} for lv in levels],
             "contrasts": [{"name": s.name, "dimension": s.dimension, "kind": s.kind, "headline": s.headline,
@@ -263,14 +266,14 @@ def write_html(out_dir: str | Path, *, runs, df, grid, units, params, headline, 
                spool: EvidenceSpool | None = None, domain_labels: dict[str, str] | None = None,
                versions: dict[str, str] | None = None, command: Sequence[str] | None = None,
                summary_files: Sequence[str] = (), exchangeability=None,
-               not_testable: Sequence[str] = ()) -> dict[str, Any]:
+               not_testable: Sequence[str] = (), run_card=None) -> dict[str, Any]:
     """Write ``index.html`` and ``viewer/`` into ``out_dir``. ``df``/``grid``/``units``: the report's
     long score frame, contrast grid and dimension units (``analysis.params.analyse``); ``headline``,
     ``leaderboard`` (None: one tutor) and ``cost``: the report's tables; ``spool``: the
     transcripts gathered while the runs were read (None: the page shows the statistics without
     twin views); ``exchangeability``: the placebo check per tutor (``analysis.placebo``; a failed
     one is a banner over the page); ``not_testable``: "tutor (kind: reason)" lines for the page's
-    banner. Returns what was written: {"files", "bytes", "seconds", "transcripts"}."""
+    banner; ``run_card``: the run card (``analysis.tallies.run_card``), shown at the top. Returns what was written: {"files", "bytes", "seconds", "transcripts"}."""
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
     viewer = out_dir / VIEWER_DIR
@@ -292,7 +295,8 @@ def write_html(out_dir: str | Path, *, runs, df, grid, units, params, headline, 
     tutors = [{"label": r.label, "ti": (spool.tutors.get(r.label) if spool else None), "dialogues": len(r.scores),
                "transcripts": getattr(r, "transcripts", 0)} for r in runs]
     metrics = [{"name": m, "kind": metric_kind(m), "judge_field": JUDGE_FIELD_FOR_METRIC.get(m),
-                "lower_is_better": m in LOWER_IS_BETTER} for m in EVIDENCE_METRICS]
+                "lower_is_better": catalogue.metric(m).direction == -1, "label": catalogue.metric(m).label,
+                "display": catalogue.metric(m).display} for m in EVIDENCE_METRICS]
     package = {}
     for r in runs:
         for prov in (getattr(r, "package", None) or {}).values():
@@ -304,13 +308,15 @@ def write_html(out_dir: str | Path, *, runs, df, grid, units, params, headline, 
         "params": params.to_dict(),
         "tutors": tutors,
         "not_testable": list(not_testable),
+        "run_card": _table(run_card_table(run_card)) if run_card is not None and len(run_card) else None,
         "domain_labels": domain_labels or {},
         "metrics": metrics,
+        "kinds": [[kind, short, title] for kind, (short, title) in catalogue.KINDS.items()],
         "pedagogical": list(PEDAGOGICAL_METRICS),
         "judge_fields": list(JUDGE_FIELDS),
         "verdicts": list(VERDICTS),
         "conditions": _conditions(grid),
-        "extension_conditions": list(EXTENSION_CONDITIONS),
+        "extension_conditions": extension_conditions(grid["condition"]) if len(grid) else [],
         "grid": _grid_rows(grid, cell_of),
         "headline": _table(headline),
         "verdict_counts": _verdict_counts(units),

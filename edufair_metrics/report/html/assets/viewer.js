@@ -100,22 +100,9 @@
   }
 
   // ---- vocabulary ----------------------------------------------------------------------------
-  var METRIC_NAMES = {
-    mistake_recognize: ["Recognize", "Recognizes the mistake"], answer_leakage: ["Leakage", "Answer leakage"],
-    step_scaffolded: ["Scaffold", "Step scaffolded"], actionability: ["Action", "Actionability"],
-    corrective_tone: ["Tone", "Corrective tone"], tutor_turns: ["Turns", "Tutor turns"],
-    tutor_avg_word: ["Words/turn", "Words per tutor turn"], tutor_question_rate: ["Questions", "Tutor question rate"],
-    tutor_student_word_ratio: ["Word ratio", "Tutor : student words"], stopped_on_revealed_gold: ["Stop: revealed", "Stopped because the tutor stated the gold (detector)"],
-    partial_reveal_rate: ["Partial (det.)", "Partial-reveal rate (detector)"],
-    independence_ratio: ["Indep. (det.)", "Independence ratio (detector)"],
-    student_words: ["S words", "Words per student turn"], student_reasoning_rate: ["S reasoning", "Student turns with a reasoning step"],
-    student_asks_answer_rate: ["S asks", "Student asks for the answer"], student_wrong_answer_rate: ["S wrong", "Student states a wrong answer"],
-    student_correct_answer_rate: ["S correct", "Student states the gold"], student_refusal_rate: ["S refuses", "Student refuses / gives up"],
-    posttest_correct: ["Post-test", "Post-test answer correct (outcome)"], learning_gain: ["Gain", "Learning gain: post-test minus pre-test"],
-    learned_unrevealed: ["Learned", "Correct on the post-test, not before, gold never revealed"],
-    revealed_outcome: ["Revealed", "Correct on the post-test after the tutor revealed the gold"]
-  };
-  var KIND_NAMES = {pedagogical: "Pedagogical (judge)", conversation: "Conversation", detector: "Detector (judge-free)", student: "Student monitor (judge-free)", outcome: "Outcome: post-test (judge-free)"};
+  // metric and kind names: the metric catalogue's (edufair_metrics/catalogue.py, through the page's JSON)
+  var METRIC_NAMES = {}; D.metrics.forEach(function (m) { METRIC_NAMES[m.name] = [m.label, m.display]; });
+  var KIND_NAMES = {}, KIND_SHORT = {}; D.kinds.forEach(function (k) { KIND_NAMES[k[0]] = k[2]; KIND_SHORT[k[0]] = k[1]; });
   var VERDICT_TEXT = {
     flag: ["flag", "the test survives the multiplicity correction over the family's units (FDR)"],
     unconfirmed: ["unconfirmed", "flagged per dialogue, but the turn-level test over the judged turns does not confirm it (a length effect?)"],
@@ -126,8 +113,9 @@
   };
   var JUDGE_CHIP = {student_mistake_prev_turn: "student erred", correction_tone: "tone", mistake_recognize: "recognize",
     answer_leakage: "leak", scaffolding_guidance: "scaffold", actionability: "action"};
-  var CONDITION_ORDER = ["explicit", "implicit", "opposite", "intersectional", "implicit_names"];
-  var EXTENSION_CONDITIONS = D.extension_conditions || [];  // records.EXTENSION_CONDITIONS
+  // the conditions found in the data, in the presentation order (protocol/data/presentation.yaml)
+  var CONDITION_ORDER = Object.keys(D.conditions).sort(function (x, y) { return D.conditions[x].order - D.conditions[y].order || (x < y ? -1 : x > y ? 1 : 0); });
+  var EXTENSION_CONDITIONS = D.extension_conditions || [];  // presentation family "own"
   var DOMAIN_ORDER = ["mathematics", "physics", "chemistry"];
   var metricsByName = {}; D.metrics.forEach(function (m, i) { m.index = i; metricsByName[m.name] = m; });
   function mShort(m) { return (METRIC_NAMES[m] || [m])[0]; }
@@ -175,6 +163,11 @@
         " — these results cannot show that a tutor is fair or unfair: " + D.not_testable.join("; ") +
         ". Verdicts and counts below are not evidence either way."));
     }
+    if (D.run_card && D.run_card.rows.length) {  // the run card: models, decoding, T_max, versions (summary.md's too)
+      var card = el("details", {cls: "run-card", id: "run-card"}, el("summary", {text: "Run card: models, decoding, T_max, protocol, seeds, versions"}));
+      card.appendChild(table(D.run_card.cols, D.run_card.rows));
+      app.appendChild(card);
+    }
     var top = el("div", {cls: "toprow"}, headlineCards());
     if (D.leaderboard && D.leaderboard.rows.length) top.appendChild(leaderboardSection());
     app.appendChild(top);
@@ -190,7 +183,7 @@
     var box = el("div", {cls: "vkinds"});
     Object.keys(KIND_NAMES).forEach(function (kind) {
       var c = counts[kind]; if (!c) return;
-      var line = el("div", {cls: "chips"}, el("span", {cls: "small muted", style: "min-width:44px", text: {pedagogical: "ped", conversation: "conv", detector: "det", outcome: "out", student: "stu"}[kind] || kind}));
+      var line = el("div", {cls: "chips"}, el("span", {cls: "small muted", style: "min-width:44px", text: KIND_SHORT[kind] || kind}));
       D.verdicts.forEach(function (v) { if (c[v]) line.appendChild(el("span", {cls: "chip v-" + v, title: (VERDICT_TEXT[v] || [])[1]}, c[v] + " " + (VERDICT_TEXT[v] || [v])[0])); });
       box.appendChild(line);
     });
@@ -390,14 +383,14 @@
     var metrics = D.metrics.map(function (m) { return m.name; }).filter(function (m) { return rows.some(function (g) { return g.metric === m; }); });
     var byKey = {}, keys = [];
     rows.forEach(function (g) { var k = rowKey(g); if (!byKey[k]) { byKey[k] = {}; keys.push(g); } byKey[k][g.metric] = g; });
-    CONDITION_ORDER.concat(Object.keys(D.conditions).filter(function (c) { return CONDITION_ORDER.indexOf(c) < 0; })).forEach(function (cond) {
+    CONDITION_ORDER.forEach(function (cond) {
       var mine = keys.filter(function (g) { return g.condition === cond; });
       if (!mine.length) return;
       mine.sort(function (x, y) {
         return order(DOMAIN_ORDER, x.domain) - order(DOMAIN_ORDER, y.domain) || x.domain.localeCompare(y.domain) ||
           contrastOrder(cond, x.contrast) - contrastOrder(cond, y.contrast) || x.pair.localeCompare(y.pair);
       });
-      body.appendChild(el("h3", {text: cap(cond)}));
+      body.appendChild(el("h3", {text: D.conditions[cond].title || cap(cond)}));
       var t = el("table", {cls: "vgrid", "data-condition": cond});
       var kinds = [], span = {};
       metrics.forEach(function (m) { var k = metricsByName[m].kind; if (!span[k]) { span[k] = 0; kinds.push(k); } span[k]++; });
