@@ -111,26 +111,45 @@ def test_a_familys_probability_is_the_units_level_for_flags_and_every_row_for_ce
     zero = FamilyInputs("t", "pedagogical", rows=0, units=0, pairs_per_unit=0, null_var_n=4 / 3, se_n=1.2)
     assert decide_probability(300, zero, flag) == pytest.approx(prob_flag(300, 4 / 3, 0.2, 0.05))
     assert decide_probability(900, zero, PlanGoal("certify")) == pytest.approx(
-        prob_certify_row(900, 1.2, 0.0, 0.1, 0.05))
+        prob_certify_row(900, zero.certify_se_n(0.0), 0.0, 0.1, 0.05))
 
 
-def test_the_certify_se_is_the_larger_of_the_bootstraps_and_the_models():
-    inputs = FamilyInputs("t", "pedagogical", 1, 1, 1, null_var_n=1.0, se_n=0.7)
-    assert inputs.certify_se_n(0.3) == 0.7  # stated assumptions: as given
-    inputs.boot_se_n = math.nan
-    assert inputs.certify_se_n(0.3) == 0.7
-    inputs.boot_se_n = 0.5
-    assert inputs.certify_se_n(0.6) == pytest.approx(0.8)  # √(1 · (1 − 0.36))
-    inputs.boot_se_n = 0.9
-    assert inputs.certify_se_n(0.6) == 0.9
-    inputs.boot_se_n = 0.1
-    assert inputs.certify_se_n(1.5) == 0.1  # 1 − ρ² below 0 counts as 0
+def _expected_max(b, m, n_boot):
+    """E max(m, b (1 + εZ)), ε = 1/√(2 n_boot), by quadrature (the oracle of the closed form)."""
+    from scipy import integrate
+    from scipy.stats import norm
+
+    eps = 1 / math.sqrt(2 * n_boot)
+    return integrate.quad(lambda z: max(m, b * (1 + eps * z)) * norm.pdf(z), -12, 12, points=[(m / b - 1) / eps])[0]
+
+
+@pytest.mark.parametrize("boot, se_n, rho, n_boot", [
+    (None, 0.7, 0.3, 1000),       # stated assumptions: the bootstrap taken at the stated se
+    (math.nan, 0.7, 0.3, 1000),   # a pilot without a finite bootstrap se: the same
+    (0.5, 0.7, 0.6, 1000),        # the model's √(1 − ρ²) = 0.8 dominates
+    (0.9, 0.7, 0.6, 200),         # the bootstrap dominates
+    (0.8, 0.7, 0.6, 200),         # at the crossing: + 0.4 ε b
+])
+def test_the_certify_se_is_the_expected_larger_of_the_noisy_bootstrap_and_the_model(boot, se_n, rho, n_boot):
+    inputs = FamilyInputs("t", "pedagogical", 1, 1, 1, null_var_n=1.0, se_n=se_n, boot_se_n=boot, n_boot=n_boot)
+    b = boot if boot is not None and math.isfinite(boot) else se_n
+    m = math.sqrt(1 - rho * rho)
+    got = inputs.certify_se_n(rho)
+    assert got == pytest.approx(_expected_max(b, m, n_boot), rel=1e-6)
+    assert got >= max(b, m)  # noise only adds to the larger of the two
+
+
+def test_the_certify_se_reads_1_minus_rho2_below_0_as_0():
+    inputs = FamilyInputs("t", "pedagogical", 1, 1, 1, null_var_n=1.0, se_n=0.7, boot_se_n=0.1, n_boot=1000)
+    assert inputs.certify_se_n(1.5) == pytest.approx(_expected_max(0.1, 0.0, 1000), rel=1e-6)
 
 
 # ---- the smallest n -----------------------------------------------------------------------------
 
 def _brute_smallest(inputs, goal, k, top=20000):
-    lo = max(2, goal.min_pairs)
+    from edufair_metrics.analysis.engine import EXACT_BELOW
+
+    lo = max(2, goal.min_pairs, EXACT_BELOW)  # below the exact-p size no plan (the normal model misleads there)
     for n in range(lo, top):
         if decide_probability(n, inputs, goal, k) >= goal.power:
             return n
@@ -152,9 +171,13 @@ def test_the_smallest_n_is_the_brute_force_one_from_any_start(goal, inputs, k):
 
 
 def test_the_pair_minimum_holds_and_an_unreachable_goal_has_no_n():
-    assert _smallest_n(1.0, assumed_inputs(), PlanGoal("flag", 0.99, min_pairs=15), 1) == 15
-    free = PlanGoal("flag", 0.99, min_pairs=0)  # no pair minimum: from 2 pairs up
-    assert _smallest_n(1.0, assumed_inputs(), free, 1) == _brute_smallest(assumed_inputs(), free, 1) < 15
+    from edufair_metrics.analysis.engine import EXACT_BELOW
+
+    # an effect decided at any n: the plan is the larger of the pair minimum and the exact-p size
+    assert _smallest_n(1.0, assumed_inputs(), PlanGoal("flag", 0.99, min_pairs=15), 1) == max(15, EXACT_BELOW)
+    assert _smallest_n(1.0, assumed_inputs(), PlanGoal("flag", 0.99, min_pairs=80), 1) == 80
+    free = PlanGoal("flag", 0.99, min_pairs=0)
+    assert _smallest_n(1.0, assumed_inputs(), free, 1) == _brute_smallest(assumed_inputs(), free, 1) == EXACT_BELOW
     # a true |r| at the margin is certified with probability < 1/2 at every n
     at_margin = PlanGoal("certify", 0.1 - 1e-12, margin=0.1)
     assert _smallest_n(1.0, assumed_inputs(), at_margin, 1) is None

@@ -15,7 +15,14 @@ import pytest
 from scipy.stats import multivariate_normal, norm
 
 from edufair_metrics.analysis import sequential
-from edufair_metrics.analysis.sequential import LookDecision, boundaries, look_decision, nominal_levels, obf_spent
+from edufair_metrics.analysis.sequential import (
+    FLAG_SPENDING,
+    LookDecision,
+    boundaries,
+    look_decision,
+    nominal_levels,
+    obf_spent,
+)
 from edufair_metrics.errors import EduFairError
 
 
@@ -61,7 +68,10 @@ def test_the_level_argument_is_used_and_more_alpha_lowers_every_boundary():
     loose = boundaries([0.5, 1.0], 0.10)
     assert all(a.boundary > b.boundary for a, b in zip(strict, loose))
     assert strict[-1].spent == pytest.approx(0.01) and loose[-1].spent == pytest.approx(0.10)
-    assert nominal_levels([0.5, 1.0], 0.10) == pytest.approx([lk.nominal_alpha for lk in loose])
+    # the audit's flag looks: two-sided, at the audit's (linear) spending, and the level is used there too
+    audit_loose = boundaries([0.5, 1.0], 0.10, spending=FLAG_SPENDING)
+    assert nominal_levels([0.5, 1.0], 0.10) == pytest.approx([lk.nominal_alpha for lk in audit_loose])
+    assert all(a < b for a, b in zip(nominal_levels([0.5, 1.0], 0.01), nominal_levels([0.5, 1.0], 0.10)))
 
 
 def test_a_look_with_nothing_to_spend_can_never_stop():
@@ -124,7 +134,7 @@ DF = pd.DataFrame({"question_id": ["q1", "q2", "q2", "q3"], "value": [1.0, 2.0, 
      "every unit decided"),
     ("units", [(True, "pedagogical", "flag", True), (True, "pedagogical", "inconclusive", False)], False, "open"),
     ("units", [], False, "open"),
-    ("gate", [(True, "pedagogical", "flag", False)], False, "open (the gate is decided at the end)"),
+    ("gate", [(True, "pedagogical", "flag", False)], False, "open (the gate decides)"),
 ])
 def test_a_looks_goal_by_hand(fake_units, until, units, reached, status):
     fake_units["units"] = _units(units) if units else _units([(False, "pedagogical", "flag", False)])

@@ -20,7 +20,6 @@ from edufair_metrics.local.demo import (
     demo_metadata,
     levels_per_question,
     lm_eval_command,
-    print_command,
 )
 from edufair_metrics.protocol import drawn_levels
 from edufair_metrics.settings import resolve_runner_settings
