@@ -55,12 +55,19 @@ def detect_turns(transcript: Transcript, answer_forms: list[str] | None) -> Turn
         elif turn.role == "student" and seen_tutor:
             attempts[i] = attempts_reasoning(turn.text, domain)
         history = history + [(turn.role, turn.text)]
-    next_turn = []
+    return TurnDetection(leaks, attempts, _next_turns(transcript, leaks, partial, attempts), partial, confirms)
+
+
+def _next_turns(transcript: Transcript, leaks: dict[int, bool], partial: dict[int, bool],
+                attempts: dict[int, bool]) -> list[tuple[int, bool, bool]]:
+    """(tutor turn, it revealed (leak or partial), the student's next turn attempts reasoning) for
+    each tutor turn whose next dialogue turn is the student's."""
+    out = []
     for i in leaks:
         nxt = next((j for j in range(i + 1, len(transcript.turns)) if transcript.turns[j].role in ("student", "tutor")), None)
         if nxt is not None and transcript.turns[nxt].role == "student":
-            next_turn.append((i, leaks[i] or partial[i], attempts[nxt]))
-    return TurnDetection(leaks, attempts, next_turn, partial, confirms)
+            out.append((i, leaks[i] or partial[i], attempts[nxt]))
+    return out
 
 
 # the per-turn output a record stores for the detectors (DialogueRecord.per_turn["detectors"]): the
@@ -96,9 +103,4 @@ def stored_detection(transcript: Transcript, hits: dict | None) -> TurnDetection
             seen_tutor = True
         elif turn.role == "student" and seen_tutor:
             attempts[i] = i in sets["attempts"]
-    next_turn = []
-    for i in leaks:
-        nxt = next((j for j in range(i + 1, len(transcript.turns)) if transcript.turns[j].role in ("student", "tutor")), None)
-        if nxt is not None and transcript.turns[nxt].role == "student":
-            next_turn.append((i, leaks[i] or partial[i], attempts[nxt]))
-    return TurnDetection(leaks, attempts, next_turn, partial, confirms)
+    return TurnDetection(leaks, attempts, _next_turns(transcript, leaks, partial, attempts), partial, confirms)
