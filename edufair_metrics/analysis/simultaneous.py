@@ -68,6 +68,41 @@ def _signed_ranks(d: np.ndarray) -> np.ndarray:
     return out
 
 
+
+def max_t_flags(ranks: dict, pair_of: dict, *, n_boot: int, seed: int, alpha: float = 0.05):
+    """The max-|T| sign-flip test (module docstring) on rows given as ``ranks`` (row -> signed
+    Pratt ranks over the domain's questions, :func:`_signed_ranks`) and ``pair_of`` (row -> its
+    dialogue pair; the rows of one pair share their flips, pairs get independent ones, one seed
+    each in sorted pair order). Returns ``(|T| per row, c_flag, p per row)``: the family-wise p of
+    a row is the randomization p with the observed statistic counted among the flips,
+    ``(1 + #{b: max_j |T_jb| >= |T_row|}) / (B + 1)`` (Phipson & Smyth 2010: never below 1/(B+1)),
+    and a row is flagged at ``alpha`` exactly when ``|T| > c_flag``, the ``⌊alpha·(B + 1)⌋``-th
+    largest of the B maxima (``p <= alpha``). A row without a non-zero difference has T = 0."""
+    t_obs = {i: 0.0 for i in ranks}
+    t_max = np.zeros(n_boot)
+    by_pair: dict[tuple, list] = {}
+    for i in ranks:
+        by_pair.setdefault(tuple(pair_of[i]), []).append(i)
+    for g, (_key, rows) in enumerate(sorted(by_pair.items(), key=lambda kv: tuple(map(str, kv[0])))):
+        signed = np.vstack([ranks[i] for i in rows])  # rows × Q
+        norm = np.sqrt((signed * signed).sum(axis=1))
+        live = norm > 0
+        if not live.any():
+            continue
+        flips = flip_matrix(signed.shape[1], n_boot, seed + 7 * (1 + g))
+        with _one_blas_thread():
+            tb = np.abs(signed[live] @ flips[: signed.shape[1]].astype(np.float64)) / norm[live, None]
+        t_max = np.maximum(t_max, tb.max(axis=0))
+        for i, t in zip([i for i, ok in zip(rows, live) if ok], np.abs(signed[live].sum(axis=1)) / norm[live]):
+            t_obs[i] = float(t)
+    desc = np.sort(t_max)[::-1]
+    k = int(np.floor(alpha * (n_boot + 1) + 1e-9))  # flagged: at most k − 1 of the B maxima reach |T|
+    c_flag = float(desc[k - 1]) if 1 <= k <= n_boot else np.inf
+    asc = np.sort(t_max)
+    p = {i: (1 + n_boot - int(np.searchsorted(asc, t - 1e-12 * max(t, 1.0), side="left"))) / (n_boot + 1)
+         for i, t in t_obs.items()}
+    return t_obs, c_flag, p
+
 def simultaneous_bounds(df, grid, *, margin: float, n_boot: int = 1000, seed: int = 0, contrasts=None):
     """A copy of ``grid`` with ``SIM_COLUMNS`` and ``attrs["sim_c95"]``, ``attrs["sim_c90"]`` (see
     the module docstring); ``df`` is the long score frame the grid was built from."""
@@ -116,24 +151,10 @@ def simultaneous_bounds(df, grid, *, margin: float, n_boot: int = 1000, seed: in
         mx = np.nanmax(t, axis=0)
     c95, c90 = (float(np.nanpercentile(mx, q)) for q in (95, 90))
     lo, hi = r - c95 * se, r + c95 * se
-    # flags: the max-|T| sign-flip test over every row, one flip per question shared by the domain
-    t_obs = np.zeros(idx.size)
-    t_max = np.zeros(n_boot)
-    by_pair: dict[tuple, list[int]] = {}
-    for k, i in enumerate(idx):  # the rows of one dialogue pair: its metrics, flipped together
-        by_pair.setdefault(tuple(out.loc[i, ["tutor", "domain", "condition", "contrast", "pair"]]), []).append(k)
-    for g, (_key, ks) in enumerate(sorted(by_pair.items(), key=lambda kv: tuple(map(str, kv[0])))):
-        signed = np.vstack([ranks[idx[k]] for k in ks])  # rows × Q
-        norm = np.sqrt((signed * signed).sum(axis=1))
-        live = norm > 0
-        if not live.any():
-            continue
-        flips = flip_matrix(signed.shape[1], n_boot, seed + 7 * (1 + g))
-        with _one_blas_thread():
-            tb = np.abs(signed[live] @ flips[: signed.shape[1]].astype(np.float64)) / norm[live, None]
-        t_max = np.maximum(t_max, tb.max(axis=0))
-        t_obs[np.asarray(ks)[live]] = np.abs(signed[live].sum(axis=1)) / norm[live]
-    c_flag = float(np.percentile(t_max, 95))
+    # flags: the max-|T| sign-flip test over every row, one flip per question per dialogue pair
+    pair_of = {i: tuple(out.loc[i, ["tutor", "domain", "condition", "contrast", "pair"]]) for i in idx}
+    t_obs, c_flag, _p = max_t_flags({i: ranks[i] for i in idx}, pair_of, n_boot=n_boot, seed=seed)
+    t_obs = np.array([t_obs[i] for i in idx])
     flagged = t_obs > c_flag
     certified = (r - c90 * se > -margin) & (r + c90 * se < margin) & (v0 > 0)
     out.loc[idx, "sim_se"] = se
