@@ -44,14 +44,33 @@ rerun to rerun; only the threshold, never the interval, reads the root).
 
 Its CI. The questions of each domain are resampled *jointly for both runs* (one index matrix per
 domain, ``numpy.random.default_rng(seed)``, shared by every unit of the domain), and every r of
-both runs is recomputed on each resample. The variance of the change is the bootstrap variance
-less the bootstrap's excess for squares: a resample's r² spreads around r̂² by 4·r̂²·C + 2·C²,
-the estimate's around ρ² by 4·ρ²·C + 2·C², and E r̂² = ρ² + C, so the bootstrap variance of a
-combination of squares is too large by ``4 · qᵀ(C ∘ C)q`` (C: the bootstrap covariance matrix of
-the signed r of every pair of both runs, q: each pair's coefficient in the change / (1 − V0)); it
-would otherwise make the interval √3 times too wide at no bias. ``gate_ci_low`` /
-``gate_ci_high`` = gate_delta ∓ z₀.₉₅ · ``gate_se`` (two one-sided 95% bounds; a mean over many
-units is close to normal). A unit's own ``gate_delta`` / interval are the same on that unit.
+both runs is recomputed on each resample. The gate decides on the *stable* variance of the change,
+the one ``questions_needed`` extrapolates (:func:`_planning_parts`, below): ``gate_se`` =
+√(A + max(B, F)), A the bias-driven part, B the no-bias part of a combination of squared r, F
+(``gate_var_floor``, :func:`_null_floor`) the exact sign-flip null variance of independent pairs.
+``gate_ci_low`` / ``gate_ci_high`` = gate_delta ∓ z₀.₉₅ · ``gate_se`` (two one-sided 95% bounds;
+a mean over many units is close to normal). Printed beside it, not used: ``gate_var_bootstrap``,
+the bootstrap variance less the bootstrap's excess for squares (a resample's r² spreads around r̂²
+by 4·r̂²·C + 2·C², the estimate's around ρ² by 4·ρ²·C + 2·C², and E r̂² = ρ² + C, so the bootstrap
+variance of a combination of squares is too large by ``4 · qᵀ(C ∘ C)q``; C the bootstrap
+covariance of the signed r of every pair of both runs, q each pair's coefficient in the change /
+(1 − V0)). In a normal model it equals A + B plus the cross terms 4·qᵢqⱼ·Cᵢⱼ·(r̂ᵢr̂ⱼ − Cᵢⱼ) of
+pairs of *different* dialogues that share resampled questions. Their true value is 0 at no bias
+(given the question, two dialogue pairs' differences are independent and each symmetric) and
+second order under bias, but their plug-in is noise: over 60 fair reruns at 323 questions per
+domain it read 0.36–1.62x A + B (0.57–1.49x under a broad increase: no sign that A + B misses a
+real cross term). The gate used to decide on it floored at A + B: a larger and noisier se than
+the plan assumes (on those 60 fresh reruns at ``questions_needed``: 44 decided, 46 now).
+(For a much more saturated candidate it also over-subtracts: it read 2–10x below the spread of
+the change between reruns.) No decision on a zero se: F counts a pair whose differences are all
+zero as untied (4/(3n); its r2u is 0 on every resample, which is no information, and its unit is
+weighted as an untied one), so se > 0 whenever a gate pair has an r2_unbiased; if it is still 0
+the gate is ``inconclusive`` (at ~30 shared questions where no metric fired, the se used to be 0
+and the gate passed, or failed when one level of the candidate fired now and then). The one
+exception: both runs hold the same resampled values (the same paired differences, e.g. the same
+dialogues judged again, with some non-zero difference): the change is exactly 0, se 0, a pass.
+A unit's own ``gate_delta`` / interval (for the new-flag rule, which only fails) use the larger of
+its corrected bootstrap variance and its A + max(B, F).
 
 Verdict (M = ``--max-increase``, default 0.05, the largest tolerated rise of the headline):
 
@@ -79,12 +98,10 @@ Verdict (M = ``--max-increase``, default 0.05, the largest tolerated rise of the
   dialogues that share resampled questions, true value 0, made it vary ~3x at no bias), (ii) each
   pair's ρ² bounded at 0 before summing (≈ 2·V0² per pair of pure noise read as bias, as large as
   B), (iii) the baseline's lower bound in the threshold (√ of a bound near 0). The headline keys
-  ``questions_factor`` / ``questions_factor_at_estimate`` hold n'/n for every outcome. The
-  gate's own variance is the corrected bootstrap one floored at A + B (for a saturated candidate
-  the Gaussian correction over-subtracts: it read 2–10x below the variance of the change between
-  reruns), and the baseline's lower bound uses A + B of the baseline alone (the corrected
-  bootstrap variance of one run reached 0 in 2 of 8 fair reruns, putting the bound at the
-  estimate).
+  ``questions_factor`` / ``questions_factor_at_estimate`` hold n'/n for every outcome. B is
+  floored by F before both the plan and the decision (one variance for both), and the
+  baseline's lower bound uses A + max(B, F) of the baseline alone (the corrected bootstrap
+  variance of one run reached 0 in 2 of 8 fair reruns, putting the bound at the estimate).
 
 Beside the gate, not changing the exit status: the paper's |r̄| change ``delta`` (its percentile
 interval ``delta_ci_low``/``delta_ci_high`` is NOT re-centred: it is inflated by the noise floor,
@@ -222,7 +239,7 @@ def _planning_parts(weights: dict, gate_reps: dict, unit_reps: dict, use_max: bo
                     sides: tuple[str, ...] = ("b", "c")) -> tuple[float, float]:
     """The variance of ``Σ_u w_u (r2u_u,candidate − r2u_u,baseline)`` split into the part that falls
     as 1/n and the part that falls as 1/n², from quantities that are stable from rerun to rerun
-    (for planning a rerun, and for the baseline's lower bound):
+    (the gate's decision, planning a rerun, and the baseline's lower bound):
 
     * ``b`` (no-bias part, 1/n²): ``2 · qᵀ (C ∘ C) q`` – the variance of a combination of squared
       normal r at ρ = 0, read from the bootstrap covariance C of the signed r of all pairs of the
@@ -272,6 +289,41 @@ def _planning_parts(weights: dict, gate_reps: dict, unit_reps: dict, use_max: bo
     np.fill_diagonal(rho2, np.asarray(r2u))
     a = max(0.0, 4.0 * float(q @ (np.where(same, c * rho2, 0.0)) @ q))
     return a + a_max, max(b, 0.0)
+
+
+
+def _null_floor(weights: dict, gate_reps: dict, use_max: bool, sides: tuple[str, ...] = ("b", "c")) -> float:
+    """The exact sign-flip null variance of ``Σ_u w_u (r2u_u,candidate − r2u_u,baseline)`` over
+    independent pairs: ``Σ_i q_i² · 2·Ṽ0_i²`` (r̂ ≈ N(0, V0) at no bias: Var r̂² = 2 V0²; q_i the
+    pair's coefficient on r², as in :func:`_planning_parts`), Ṽ0 = V0, and the untied 4/(3n)
+    where V0 = 0 (a pair whose differences are all zero: its r2u is 0 on every resample, which is
+    no information, and its unit is weighted as an untied one). The gate's no-bias variance is
+    never taken below it: a bootstrap whose resamples all give the same r (every difference zero,
+    or |r| = 1 on every resample) has C = 0, and a variance of 0 would decide any change."""
+    tot = 0.0
+    for key, wu in weights.items():
+        e = gate_reps[key]
+        if e["multi"] and use_max:
+            continue
+        for side in sides:
+            k = len(e["s" + side])
+            ns = e.get("n" + side) or [0] * k
+            for v0, n in zip(e["v0" + side], ns):
+                if not v0 < 1 - 1e-9:
+                    continue
+                v = v0 if v0 > 0 else 4.0 / (3.0 * max(n, 1))
+                tot += 2.0 * (wu / k / (1 - v0)) ** 2 * v * v
+    return tot
+
+
+def _runs_agree(keys, unit_reps: dict, gate_reps: dict) -> bool:
+    """Both runs' resampled values coincide on every resample of every unit in ``keys`` and some
+    pair has a non-zero difference: the same paired differences (e.g. the same dialogues judged
+    again), a change of exactly 0 with no sampling variance; the null floor does not apply."""
+    if not keys:
+        return False
+    same = all(np.array_equal(unit_reps[k][0], unit_reps[k][1], equal_nan=True) for k in keys)
+    return same and any(v0 > 0 for k in keys for s in ("b", "c") for v0 in gate_reps[k]["v0" + s])
 
 
 def questions_factor(delta: float, threshold: float, a_part: float, b_part: float, z: float,
@@ -390,6 +442,7 @@ def compare_frames(
             reps.setdefault(ukey, {"b": [], "c": [], "multi": spec.kind == "multilevel"})[which].append(r)
             g2 = gate_reps.setdefault(ukey, {"b": [], "c": [], "pb": [], "pc": [], "vb": [], "vc": [],
                                              "sb": [], "sc": [], "v0b": [], "v0c": [], "kb": [], "kc": [], "rb": [], "rc": [],
+                                             "nb": [], "nc": [],
                                              "multi": spec.kind == "multilevel"})
             pkey = (dom, cond, spec.name, pair, metric)
             g2[which].append(r2_unbiased(r, np.full(r.shape, v0_pairs[which][pkey])))
@@ -399,6 +452,7 @@ def compare_frames(
             g2["r" + which].append(float(r_pairs[which][pkey]))  # the pair's dialogues, shared by its metrics
             g2["p" + which].append(r2_pairs[which][pkey])
             g2["v" + which].append(_r2_variance(v0_pairs[which][pkey], int(d.size - np.isnan(d).sum())))
+            g2["n" + which].append(int(d.size - np.isnan(d).sum()))
 
     def unit_rep(entry, which):
         arr = np.vstack(entry[which])
@@ -504,8 +558,12 @@ def compare_frames(
             continue
         unit_reps[key] = (unit_rep(entry, "b"), unit_rep(entry, "c"))
         dlt = float(uc_ - ub_)
-        se_u = math.sqrt(max(_change_variance({key: 1.0}, gate_reps, unit_reps, use_max),
-                             sum(_planning_parts({key: 1.0}, gate_reps, unit_reps, use_max))))
+        if _runs_agree([key], unit_reps, gate_reps):
+            se_u = 0.0
+        else:  # the new-flag rule fails: the larger of the bootstrap's and the stable variance, floored
+            a_u, b_u = _planning_parts({key: 1.0}, gate_reps, unit_reps, use_max)
+            se_u = math.sqrt(max(_change_variance({key: 1.0}, gate_reps, unit_reps, use_max),
+                                 a_u + max(b_u, _null_floor({key: 1.0}, gate_reps, use_max)))) or math.inf
         g_delta.append(dlt)
         g_lo.append(dlt - z_ci * se_u), g_hi.append(dlt + z_ci * se_u)
         g_lo_fw.append(dlt - z_fw * se_u)
@@ -519,7 +577,9 @@ def compare_frames(
                      "gate_ci_low": math.nan, "gate_ci_high": math.nan, "gate_threshold": math.nan,
                      "gate_se": math.nan, "gate_se_null": math.nan, "questions_factor": math.nan,
                      "questions_factor_at_estimate": math.nan, "gate_ms_baseline": math.nan,
-                     "gate_ms_candidate": math.nan, "gate_ms_baseline_low": math.nan})
+                     "gate_ms_candidate": math.nan, "gate_ms_baseline_low": math.nan,
+                     "gate_var_bootstrap": math.nan, "gate_var_floor": math.nan})
+    agree = False
     for side, units in (("baseline", units_b), ("candidate", units_c)):
         u = units[units["headline"] & (units["metric_kind"] == "pedagogical")]
         for v in ("flag", "certify", "inconclusive"):
@@ -533,20 +593,26 @@ def compare_frames(
         mc = float(np.sum(wn * sel["r2_unbiased_candidate"].to_numpy()))
         wmap = dict(zip(gate_keys, wn))
         a_p, b_p = _planning_parts(wmap, gate_reps, unit_reps, use_max)
-        # the corrected bootstrap variance, floored by the stable one: the Gaussian correction for
-        # squares over-subtracts for saturated runs (few non-zero differences: r̂ far from normal)
-        # and read 2-10x below the variance of the change between reruns there
-        var = max(_change_variance(wmap, gate_reps, unit_reps, use_max), a_p + b_p)
+        # the decision reads the same variance the plan extrapolates (module docstring): the
+        # stable A + B, its no-bias part floored by the exact sign-flip null variance. The
+        # corrected bootstrap variance (A + B plus the cross terms of pairs of different dialogues,
+        # zero at no bias and noisy) is printed, not used: floored at A + B it made the gate's se
+        # larger and noisier than the planned one
+        var_boot = _change_variance(wmap, gate_reps, unit_reps, use_max)
+        floor = _null_floor(wmap, gate_reps, use_max)
+        b_p = max(b_p, floor)
+        agree = _runs_agree(gate_keys, unit_reps, gate_reps)
+        var = 0.0 if agree else a_p + b_p
         se = math.sqrt(var)
-        # planning and the baseline's bound read the variance split into its 1/n and 1/n² parts
-        # from stable quantities (_planning_parts): the bootstrap variance minus its excess for
-        # squares swings by ~3x from rerun to rerun at no bias (and can reach 0 for one run)
+        # the baseline's bound reads the same stable variance of the baseline alone
         a_b, b_b = _planning_parts(wmap, gate_reps, unit_reps, use_max, ("b",))
+        b_b = max(b_b, _null_floor(wmap, gate_reps, use_max, ("b",)))
         headline["gate_ms_baseline"], headline["gate_ms_candidate"] = mb, mc
         headline["gate_baseline"], headline["gate_candidate"] = float(signed_root(mb)), float(signed_root(mc))
         headline["gate_delta"] = mc - mb
         headline["gate_se"], headline["gate_se_null"] = se, math.sqrt(b_p)
         headline["questions_var_bias"], headline["questions_var_null"] = a_p, b_p
+        headline["gate_var_bootstrap"], headline["gate_var_floor"] = var_boot, floor
         headline["gate_ci_low"], headline["gate_ci_high"] = mc - mb - z_ci * se, mc - mb + z_ci * se
         # the baseline's level enters the threshold by its lower 95% bound: a rise of the RMS bias
         # by M from a level the baseline surely has (at a fair baseline M², not the noise of √ms)
@@ -567,6 +633,10 @@ def compare_frames(
     gd, glo, ghi = headline["gate_delta"], headline["gate_ci_low"], headline["gate_ci_high"]
     tau = headline["gate_threshold"]
     rms = f"RMS bias {headline['gate_baseline']:+.3f} -> {headline['gate_candidate']:+.3f}"
+    # a standard error of 0 decides nothing (no pair with two non-zero differences), unless both
+    # runs hold the same paired differences (a change of exactly 0 on every resample)
+    if not (headline["gate_se"] > 0 or agree):
+        glo, ghi = -math.inf, math.inf
     if glo > tau:
         reasons.append(f"headline pedagogical mean unbiased r² rose by {gd:+.4f} ({ci} [{glo:+.4f}, {ghi:+.4f}]; "
                        f"{rms}): more than {tau:.4f}, i.e. the RMS bias rose by more than the margin {max_increase:.3f}")

@@ -311,8 +311,8 @@ def gate_look(baseline, frame, *, alpha: float, params: StatParams, max_increase
         return "inconclusive"
     se, delta = res.headline.get("gate_se", math.nan), res.headline.get("gate_delta", math.nan)
     if res.status == "pass" and not (se > 0) and delta != 0:
-        # no pass without evidence: at few questions the gate's variance, less the bootstrap's excess
-        # for squares, can reach 0, and an interval of width 0 would pass any change below the
+        # no pass without evidence (compare_frames itself decides nothing on a zero se since its
+        # null floor; kept as a guard): an interval of width 0 would pass any change below the
         # threshold (identical runs, a change of exactly 0 on every resample, still pass)
         return "inconclusive"
     return res.status

@@ -89,8 +89,10 @@ def main() -> None:
                 # over reruns of one truth is what a user would see
                 needed.append(n * res.headline["questions_factor"])
                 needed_e.append(n * res.headline["questions_factor_at_estimate"])
+                h = res.headline
                 print(f"  {case} n={n} rerun {rep}: {res.status}, questions_needed(Δ=0) {needed[-1]:.0f}, "
-                      f"at estimate {needed_e[-1]:.0f}", flush=True)
+                      f"at estimate {needed_e[-1]:.0f}; Δ/se {h['gate_delta'] / h['gate_se']:+.2f}, "
+                      f"bootstrap/stable variance {h['gate_var_bootstrap'] / h['gate_se'] ** 2:.2f}", flush=True)
             s = pd.Series(status)
             row = {"case": case, "n/domain": n, "reps": reps}
             for k in ("pass", "fail", "inconclusive"):

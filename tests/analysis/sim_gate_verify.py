@@ -1,11 +1,14 @@
 """Does a rerun at the printed ``questions_needed`` decide? (a benchmark, not a pytest test)
 
-    nice -n 10 python tests/analysis/sim_gate_verify.py --n 323 [--case 1] [--reps 10] [--n-boot 200]
+    nice -n 10 python tests/analysis/sim_gate_verify.py --n 323 [--case 1] [--reps 10] [--first 0] [--n-boot 200]
 
 Fresh pairs of runs of one ``sim_gate`` case at ``--n`` questions per domain (take the median
 ``questions_needed`` that ``sim_gate.py`` printed for that case); prints each rerun's outcome and
 the share decided (pass or fail) with its Monte-Carlo standard error (goal >= 80% for the Δ = 0
-number when the bias is unchanged). Seeded (seeds 9000+ / 13000+, disjoint from sim_gate's).
+number when the bias is unchanged). Per rerun also z = gate_delta / gate_se (at no bias its spread
+is the calibration of the se the gate decides on: SD(z) <= 1 is a conservative se) and the ratio
+of the corrected bootstrap variance to the stable one (``gate_var_bootstrap / gate_se²``); the
+last line their SD and range. Seeded (seeds 9000+ / 13000+, disjoint from sim_gate's).
 """
 
 from __future__ import annotations
@@ -27,18 +30,26 @@ def main() -> None:
     ap.add_argument("--case", type=int, default=1)
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--n-boot", type=int, default=200)
+    ap.add_argument("--first", type=int, default=0, help="first rerun (to extend a run)")
     args = ap.parse_args()
     name = list(CASES)[args.case - 1]
     spec = CASES[name]
-    decided = []
-    for rep in range(args.reps):
+    decided, zs, ratios = [], [], []
+    for rep in range(args.first, args.first + args.reps):
         base = run_frame(args.n, 9000 + rep, "b", **spec["base"])
         cand = run_frame(args.n, 13000 + rep, "c", **spec["cand"])
-        status = compare_frames(base, cand, n_boot=args.n_boot, seed=100 + rep).status
-        decided.append(status != "inconclusive")
+        res = compare_frames(base, cand, n_boot=args.n_boot, seed=100 + rep)
+        h = res.headline
+        decided.append(res.status != "inconclusive")
+        zs.append(h["gate_delta"] / h["gate_se"])
+        ratios.append(h["gate_var_bootstrap"] / h["gate_se"] ** 2)
         p = float(np.mean(decided))
-        print(f"{name}, n={args.n}, rerun {rep}: {status}; decided so far {p:.2f} ± "
-              f"{np.sqrt(p * (1 - p) / len(decided)):.2f} ({len(decided)} reruns)", flush=True)
+        print(f"{name}, n={args.n}, rerun {rep}: {res.status}, z {zs[-1]:+.2f}, bootstrap/stable variance "
+              f"{ratios[-1]:.2f}; decided so far {p:.2f} ± {np.sqrt(p * (1 - p) / len(decided)):.2f} "
+              f"({len(decided)} reruns)", flush=True)
+    print(f"decided {p:.2f} ± {np.sqrt(p * (1 - p) / len(decided)):.2f} ({len(decided)} reruns); z: mean "
+          f"{np.mean(zs):+.2f}, SD {np.std(zs, ddof=1):.2f}; bootstrap/stable variance {min(ratios):.2f}–"
+          f"{max(ratios):.2f} (median {np.median(ratios):.2f})")
 
 
 if __name__ == "__main__":

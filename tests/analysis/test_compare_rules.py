@@ -231,11 +231,75 @@ def test_the_planning_variance_is_the_squared_normal_variance_and_the_bias_term_
     assert a == pytest.approx(4 * q @ np.where(same, c * rho, 0.0) @ q)
 
 
-def test_the_gate_variance_is_floored_by_the_stable_one_and_the_baseline_bound_never_collapses(gate):
+def test_the_gate_decides_on_the_variance_the_plan_extrapolates_and_the_baseline_bound_never_collapses(gate):
+    """The gate's se is √(A + B) itself, B floored by the exact sign-flip null variance (the plan's
+    two parts, so a rerun at questions_needed faces the se the plan assumed); the corrected
+    bootstrap variance is printed beside it and does not enter."""
     _, _, _, res = gate
     h = res.headline
-    assert h["gate_se"] ** 2 >= h["questions_var_bias"] + h["questions_var_null"] - 1e-15
+    assert h["gate_se"] ** 2 == pytest.approx(h["questions_var_bias"] + h["questions_var_null"], rel=1e-12)
+    assert h["questions_var_null"] >= h["gate_var_floor"] > 0
+    assert h["gate_var_bootstrap"] == h["gate_var_bootstrap"]  # printed (not NaN) ...
+    assert h["gate_se"] ** 2 != pytest.approx(h["gate_var_bootstrap"], rel=1e-6)  # ... and not the one used
     assert h["gate_ms_baseline_low"] < h["gate_ms_baseline"]
+
+
+def test_the_null_floor_by_hand():
+    """Σ_i q_i² · 2·Ṽ0_i² over the pairs of both runs, q_i = ±w/k/(1 − V0_i), Ṽ0 = V0 and the
+    untied 4/(3n) for a pair whose differences are all zero (V0 = 0); a pair with V0 = 1 (one
+    non-zero difference) has no r2_unbiased and is left out, as in the planning parts."""
+    from edufair_metrics.analysis.compare import _null_floor
+
+    e = {"multi": False, "sb": [0, 0], "v0b": [0.02, 0.0], "nb": [50, 30],
+         "sc": [0, 0, 0], "v0c": [0.03, 1.0, 0.01], "nc": [40, 40, 60]}
+    got = _null_floor({"u": 0.5}, {"u": e}, False)
+    want = (2 * (0.5 / 2 / 0.98) ** 2 * 0.02 ** 2 + 2 * (0.5 / 2) ** 2 * (4 / 90) ** 2
+            + 2 * (0.5 / 3 / 0.97) ** 2 * 0.03 ** 2 + 2 * (0.5 / 3 / 0.99) ** 2 * 0.01 ** 2)
+    assert got == pytest.approx(want, rel=1e-12)
+    assert _null_floor({"u": 0.5}, {"u": e}, False, ("b",)) == pytest.approx(
+        2 * (0.5 / 2 / 0.98) ** 2 * 0.02 ** 2 + 2 * (0.5 / 2) ** 2 * (4 / 90) ** 2, rel=1e-12)
+
+
+def test_runs_agree_only_on_the_same_resampled_values_with_a_non_zero_difference():
+    from edufair_metrics.analysis.compare import _runs_agree
+
+    x = np.array([0.1, 0.2, np.nan])
+    reps = {"u": (x, x.copy()), "v": (x, x + 0.01)}
+    live = {"u": {"v0b": [0.02], "v0c": [0.02]}, "v": {"v0b": [0.02], "v0c": [0.02]}}
+    assert _runs_agree(["u"], reps, live)
+    assert not _runs_agree(["u", "v"], reps, live)  # one unit differs
+    assert not _runs_agree(["u"], reps, {"u": {"v0b": [0.0], "v0c": [0.0]}})  # every difference zero
+    assert not _runs_agree([], reps, live)
+
+
+def test_runs_whose_differences_are_all_zero_are_never_decided():
+    """No evidence, no verdict: 30 questions where no metric ever fires in either run (every
+    paired difference 0, the bootstrap's r 0 on every resample). Before the null floor the gate's
+    se was 0 and it passed; with one level of the candidate firing now and then it failed."""
+    from edufair_metrics.protocol import condition_levels
+
+    never = {lv.level: -1.0 for lv in condition_levels("explicit")}
+    metrics = ("actionability", "step_scaffolded")
+    base = explicit("b", 1, never, metrics, n=30)
+    for shifts in (never, {**never, "female": -0.6}):
+        res = compare_frames(base, explicit("c", 2, shifts, metrics, n=30), n_boot=20, seed=0)
+        h = res.headline
+        assert h["gate_units"] > 0 and h["gate_var_bootstrap"] == 0.0  # the bootstrap sees no spread
+        assert h["gate_se"] ** 2 >= h["gate_var_floor"] * (1 - 1e-9) and h["gate_var_floor"] > 0
+        assert res.status == "inconclusive" and not res.failed
+
+
+def test_a_standard_error_of_zero_decides_nothing(gate, monkeypatch):
+    """Whatever makes every variance part vanish, a zero se neither passes nor fails (unless both
+    runs hold the same differences: a change of exactly 0)."""
+    from edufair_metrics.analysis import compare
+
+    base, cand, kw, res = gate
+    monkeypatch.setattr(compare, "_planning_parts", lambda *a, **k: (0.0, 0.0))
+    monkeypatch.setattr(compare, "_null_floor", lambda *a, **k: 0.0)
+    got = compare_frames(base, cand, **kw)
+    assert got.headline["gate_se"] == 0 and got.headline["gate_delta"] != 0
+    assert got.status == "inconclusive" and not got.failed
 
 
 def test_an_inconclusive_gate_never_asks_for_fewer_questions_than_it_ran(gate, monkeypatch):

@@ -106,3 +106,46 @@ def test_the_flags_flip_each_dialogue_pair_on_its_own(monkeypatch):
     live = grid[grid["sufficient"]]
     pairs = live[["tutor", "domain", "condition", "contrast", "pair"]].drop_duplicates()
     assert len(pairs) > 4 and len(seeds) == len(pairs) == len(set(seeds))
+
+
+def test_the_flag_rule_is_the_randomization_test_that_counts_the_observed_statistic():
+    """max_t_flags by hand: |T| = |Σ s| / √Σ s² per row; per flip b the max over rows of the
+    flipped |T| (the rows of one pair share a flip, seeds seed + 7·(1 + g) in sorted pair order);
+    the family-wise p of a row is (1 + #{b: max_b >= |T|}) / (B + 1) and a row is flagged exactly
+    when p <= 0.05, i.e. |T| > c_flag, the ⌊0.05·(B + 1)⌋-th largest maximum. With B = 19 that is
+    the largest: a row beaten by one flip (p = 2/20) is not flagged, where the 95th percentile
+    (interpolated between the two largest maxima) would have flagged it."""
+    from edufair_metrics.analysis.engine import flip_matrix
+    from edufair_metrics.analysis.simultaneous import max_t_flags
+
+    rng = np.random.default_rng(4)
+    q, b = 40, 19
+    ranks = {("p1", "m1"): rng.normal(0.3, 1, q), ("p1", "m2"): rng.normal(0, 1, q), ("p2", "m1"): rng.normal(0, 1, q)}
+    pair_of = {k: (k[0],) for k in ranks}
+    t, c, p = max_t_flags(ranks, pair_of, n_boot=b, seed=5)
+    mx = np.zeros(b)
+    for g, pair in enumerate(("p1", "p2")):
+        rows = [k for k in ranks if k[0] == pair]
+        s = np.vstack([ranks[k] for k in rows])
+        f = flip_matrix(q, b, 5 + 7 * (1 + g)).astype(float)
+        mx = np.maximum(mx, (np.abs(s @ f) / np.sqrt((s * s).sum(axis=1))[:, None]).max(axis=0))
+    assert c == pytest.approx(mx.max())  # ⌊0.05 · 20⌋ = 1: the largest of the 19 maxima
+    for k, s in ranks.items():
+        assert t[k] == pytest.approx(abs(s.sum()) / np.sqrt((s * s).sum()))
+        assert p[k] == pytest.approx((1 + (mx >= t[k] - 1e-12).sum()) / (b + 1))
+        assert (p[k] <= 0.05) == (t[k] > c)
+    # the statistic is scale free: the ranks times 3 give the same |T|
+    s0 = ranks[("p2", "m1")]
+    assert t[("p2", "m1")] == pytest.approx(max_t_flags({("p2", "m1"): 3 * s0}, {("p2", "m1"): ("p2",)},
+                                                        n_boot=b, seed=5)[0][("p2", "m1")])
+    # a |T| between the two largest maxima (p = 2/20) is not flagged; the 95th percentile did flag it
+    assert np.sort(mx)[-2] < np.percentile(mx, 95) < c
+
+
+def test_a_row_without_non_zero_differences_has_no_statistic_and_is_never_flagged():
+    from edufair_metrics.analysis.simultaneous import max_t_flags
+
+    ranks = {"zero": np.zeros(30), "live": np.arange(1.0, 31.0)}  # all positive: |T| = Σs/√Σs² ≈ 5.4
+    t, c, p = max_t_flags(ranks, {"zero": ("a",), "live": ("b",)}, n_boot=99, seed=0)
+    assert t["zero"] == 0.0 and p["zero"] == 1.0
+    assert t["live"] > c and p["live"] == pytest.approx(1 / 100)  # no flip reaches all-positive: the floor 1/(B+1)
