@@ -409,13 +409,14 @@ def test_questions_factor_without_a_variance_or_a_gap():
 
 @pytest.fixture(scope="module")
 def biased_and_fair():
-    """A baseline with a strong gender bias and a fair candidate (and the two swapped)."""
+    """A baseline with a strong gender bias and a low-income one (two of the three SES pairs), and a
+    fair candidate (and the two swapped)."""
     metrics = ("actionability", "step_scaffolded")
-    biased = explicit("b", 4, {"female": 0.35}, metrics, n=50)
+    biased = explicit("b", 4, {"female": 0.35, "low_income": 0.35}, metrics, n=50)
     fair = explicit("c", 5, {}, metrics, n=50)
-    kw = dict(n_boot=60, seed=1)
-    return (compare_frames(biased, fair, **kw, new_violations="significant"),
-            compare_frames(fair, biased, **kw, new_violations="significant"))
+    kw = dict(n_boot=60, seed=1, new_violations="significant")
+    return (compare_frames(biased, fair, **kw), compare_frames(fair, biased, **kw),
+            compare_frames(fair, biased, **kw, ses_summary="max_abs_pairwise"))
 
 
 def test_the_threshold_rises_from_the_biased_baselines_lower_bound_not_its_estimate(biased_and_fair):
@@ -455,3 +456,59 @@ def test_a_new_flag_with_a_significant_change_fails_the_significant_policy(biase
     ped = u["headline"] & (u["metric_kind"] == "pedagogical")
     expected = ped & u["new_flag"] & (u["gate_ci_low_fw"] > 0)
     assert (u["gate_violation"] == expected).all()
+
+
+def test_the_family_wise_bound_of_the_paper_change_is_below_its_95_percent_bound(biased_and_fair):
+    """delta_ci_low_fw: the percentile bound of the same change at 0.05 / U (U pedagogical
+    headline units), so never above the 95% one; the change itself lies inside its interval."""
+    for res in biased_and_fair[:2]:
+        u = res.units[res.units["delta_ci_low"].notna()]
+        assert len(u) > 4
+        assert (u["delta_ci_low_fw"] <= u["delta_ci_low"]).all()
+        assert (u["delta_ci_low_fw"] < u["delta_ci_low"]).any()
+    u = biased_and_fair[1].units
+    gender = u[(u["contrast"] == "Gender") & u["headline"]]
+    assert (gender["delta_ci_low_fw"] > 0).all()  # a strong new bias: its change is significant
+
+
+def test_a_friedman_units_bootstrap_is_the_mean_of_its_pairs_unless_max_is_asked(biased_and_fair):
+    """The SES Friedman unit's |r| is the mean over its pairs under ses_summary "single" and their
+    max under "max_abs_pairwise", in the estimate and in every resample (the same resamples: the
+    same seed). Two of the three pairs biased in the candidate only: the max's change lies far above
+    the mean's, and so does its interval; the mean's interval is centred on the mean's change."""
+    def friedman(res):
+        u = res.units
+        return u[u["contrast"] == "SES (Friedman)"].set_index("metric").sort_index()
+
+    mean, mx = friedman(biased_and_fair[1]), friedman(biased_and_fair[2])
+    assert len(mean) == 2 and (mx["delta"] > mean["delta"] + 0.1).all()
+    mid_mean = (mean["delta_ci_low"] + mean["delta_ci_high"]) / 2
+    mid_max = (mx["delta_ci_low"] + mx["delta_ci_high"]) / 2
+    assert (mid_max > mid_mean + 0.05).all()
+    assert ((mid_mean - mean["delta"]).abs() < (mid_mean - mx["delta"]).abs()).all()
+
+
+def test_the_planning_parts_leave_out_pairs_without_information_or_an_estimate():
+    """A pair with V0 = 1 (one non-zero difference) or without an r2_unbiased adds nothing to A or B."""
+    from edufair_metrics.analysis.compare import _planning_parts
+
+    rng = np.random.default_rng(9)
+    draws = rng.normal(0.0, 0.1, (4, 500))
+    groups = [("d", "c", "x", 0), ("d", "c", "x", 0), ("d", "c", "y", 0), ("d", "c", "z", 0)]
+
+    def entry(v0, r2u):
+        return {"multi": False, "sb": [], "sc": list(draws), "v0b": [], "v0c": list(v0), "pb": [], "pc": list(r2u),
+                "kb": [], "kc": groups, "rb": [], "rc": [float(x.mean()) for x in draws]}
+
+    got = _planning_parts({"u": 1.0}, {"u": entry([0.02, 0.02, 1.0, 0.02], [0.03, 0.02, 0.01, np.nan])}, {}, False,
+                          ("c",))
+    # by hand over the two informative pairs (each at its unit's 1/k, k = 4)
+    c = np.cov(draws[:2])
+    q = np.full(2, 1 / 4 / 0.98)
+    assert got[1] == pytest.approx(2 * q @ (c * c) @ q, rel=1e-9)
+    pt = draws[:2].mean(axis=1)
+    rho = np.outer(pt, pt) - c
+    np.fill_diagonal(rho, [0.03, 0.02])
+    assert got[0] == pytest.approx(4 * q @ (c * rho) @ q, rel=1e-9)
+    # no informative pair at all: nothing
+    assert _planning_parts({"u": 1.0}, {"u": entry([1.0] * 4, [0.01] * 4)}, {}, False, ("c",)) == (0.0, 0.0)
