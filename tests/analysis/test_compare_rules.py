@@ -330,20 +330,35 @@ def test_the_gate_variance_is_the_bootstrap_variance_less_its_excess_for_squares
     assert _change_variance({"u": 1.0}, reps, flat, False) == 0.0
 
 
+def test_the_gate_variance_from_two_resamples():
+    """The smallest bootstrap with a variance (ddof 1): two resamples."""
+    from edufair_metrics.analysis.compare import _change_variance
+
+    sc = np.array([[0.1, 0.2]])
+    reps = {"u": _gate_entry([], [], sc, [0.02])}
+    got = _change_variance({"u": 1.0}, reps, {"u": (np.zeros(2), np.array([0.0, 1.0]))}, False, ("c",))
+    c = np.var(sc[0], ddof=1)
+    assert got == pytest.approx(0.5 - 4 * (c / 0.98) ** 2, rel=1e-12)
+
+
 def test_the_gate_variance_is_floored_by_the_stable_parts(gate, monkeypatch):
     """The gate's variance is max(the corrected bootstrap variance, A + B): where the Gaussian
     correction over-subtracts (here: the corrected variance set to 0) the interval's half-width
     is z · √(A + B), both parts counted."""
     from edufair_metrics.analysis import compare
 
-    base, cand, kw, _ = gate
+    base, cand, kw, res = gate
     monkeypatch.setattr(compare, "_change_variance", lambda *a, **k: 0.0)
-    h = compare_frames(base, cand, **kw).headline
+    # at a look's spent level (edufair audit's alpha=): each bound one-sided at alpha
+    h = compare_frames(base, cand, **kw, alpha=0.01).headline
     va, vb = h["questions_var_bias"], h["questions_var_null"]
     assert va > 0 and vb > 0
     assert h["gate_se"] ** 2 == pytest.approx(va + vb, rel=1e-12)
-    z = float(ndtri(0.95))
+    z = float(ndtri(0.99))
     assert h["gate_ci_high"] - h["gate_delta"] == pytest.approx(z * math.sqrt(va + vb), rel=1e-9)
+    assert h["gate_delta"] - h["gate_ci_low"] == pytest.approx(z * math.sqrt(va + vb), rel=1e-9)
+    # the threshold's baseline bound stays at 95% (and reads the stable parts, not the bootstrap)
+    assert h["gate_threshold"] == res.headline["gate_threshold"]
 
 
 # ---- questions_factor by hand ----------------------------------------------------------------------
@@ -440,6 +455,15 @@ def test_a_violation_only_the_baseline_has_is_no_new_violation(biased_and_fair):
     assert not gender["new_violation"].any() and not gender["new_flag"].any()
     assert (gender["verdict_baseline"] == "flag").all()
     assert not biased_and_fair[0].units["gate_violation"].any()
+    # each run's own violations and verdicts, counted over the pedagogical headline units
+    for res in biased_and_fair[:2]:
+        u, h = res.units, res.headline
+        ped = u[u["headline"] & (u["metric_kind"] == "pedagogical")]
+        for side in ("baseline", "candidate"):
+            assert h[f"violations_{side}"] == ped[f"violation_{side}"].sum()
+            assert h[f"violations_fdr_{side}"] == ped[f"violation_fdr_{side}"].sum()
+            assert h[f"flag_{side}"] == (ped[f"verdict_{side}"] == "flag").sum()
+    assert biased_and_fair[0].headline["violations_baseline"] >= 4 and biased_and_fair[0].headline["flag_baseline"] >= 4
     expected = biased_and_fair[0].units["violation_candidate"] & ~biased_and_fair[0].units["violation_baseline"]
     assert (biased_and_fair[0].units["new_violation"] == expected).all()
 
