@@ -445,3 +445,87 @@ def test_the_headline_is_certified_when_its_upper_bound_is_strictly_below_the_sq
     ms = verdict_headline(_headline_rows(r2, var), margin=0.10).iloc[0]["ms_upper"]
     assert verdict_headline(_headline_rows(r2, var), margin=math.sqrt(ms) * 1.0001).iloc[0]["headline_certified"]
     assert not verdict_headline(_headline_rows(r2, var), margin=math.sqrt(ms) * 0.9999).iloc[0]["headline_certified"]
+
+
+def test_a_units_n_certify_is_its_rows_largest_and_unknown_if_one_is():
+    rows = unit_rows(["inconclusive"] * 2, n_certify=[300.0, 700.0])
+    assert unit_verdicts(rows, ["unit"]).loc["u", "n_certify"] == 700
+    rows = unit_rows(["inconclusive"] * 2, n_certify=[300.0, np.nan])
+    assert np.isnan(unit_verdicts(rows, ["unit"]).loc["u", "n_certify"])
+
+
+def test_family_certification_needs_each_unit_at_the_power_root():
+    """k independent units all certified with 80%: each TOST at power 0.8^(1/k); at ρ = 0 the
+    TOST's power at M/se = x is 2Φ(x − z) − 1, and n scales as (M/se)², so the factor is
+    (x_k / x_1)² with x_k solving 2Φ(x − z) − 1 = 0.8^(1/k) (scipy's brentq)."""
+    from scipy.optimize import brentq
+
+    from edufair_metrics.analysis.verdicts import family_certify_factor, tost_power
+
+    def x_at(p):
+        return brentq(lambda x: float(tost_power(1 / x, 0.0, 1.0, 0.05)) - p, 1e-6, 50, xtol=1e-13)
+
+    assert family_certify_factor(1) == pytest.approx(1.0, rel=1e-12)
+    for k in (2, 5, 180):
+        assert family_certify_factor(k) == pytest.approx((x_at(0.8 ** (1 / k)) / x_at(0.8)) ** 2, rel=1e-9)
+    assert family_certify_factor(0) == family_certify_factor(1)  # no unit: read as one
+
+
+def test_family_certification_is_unreachable_when_one_units_certify_n_is():
+    for bad in (math.inf, np.nan):
+        u = _headline_rows([0.0, 0.0], [1e-6, 1e-6])
+        u["n_certify"] = [500.0, bad]
+        assert verdict_headline(u, margin=0.10).iloc[0]["n_family_certify"] == math.inf
+    u = _headline_rows([0.0, 0.0], [1e-6, 1e-6])
+    u["n_certify"] = [500.0, 800.0]
+    from edufair_metrics.analysis.verdicts import family_certify_factor
+
+    assert verdict_headline(u, margin=0.10).iloc[0]["n_family_certify"] == math.ceil(800 * family_certify_factor(2))
+
+
+def test_a_row_whose_every_difference_has_one_sign_has_no_equivalence_evidence():
+    """|r| = 1 with no spread: the equivalence se is 0, and such a row is as far from equivalence
+    as a row can be (p_equiv 1, never certified)."""
+    g = add_row_verdicts(grid([dict(r=1.0, boot_sd=0.0, null_var_r=0.01), dict(tutor="b", r=-1.0, boot_sd=0.0,
+                                                                               null_var_r=0.01)]), margin=0.10)
+    assert g["p_equiv"].tolist() == [1.0, 1.0]
+    assert not g["certified"].any()
+
+
+def test_a_unit_interval_that_ends_at_zero_is_no_violation():
+    g = add_row_verdicts(grid([dict(ci_low_unit=0.0, ci_high_unit=0.3), dict(tutor="b", ci_low_unit=-0.3,
+                                                                             ci_high_unit=0.0)]))
+    assert g["violation_unit"].tolist() == [False, False]
+
+
+def test_flagging_a_zero_effect_needs_infinitely_many_pairs():
+    from edufair_metrics.analysis.verdicts import n_for_flag
+
+    # also where the null variance is 0 (every difference zero): inf, not 0/0
+    assert n_for_flag(np.array([100.0, 100.0]), np.array([0.01, 0.0]), 0.0, 0.05).tolist() == [math.inf, math.inf]
+
+
+def _interval_end_at_the_margin(side):
+    """A row (r, boot_sd, n) whose 90% equivalence interval ends exactly at -M (side -1) or +M
+    (side +1) in floating point, the se being the bootstrap one (computed as the verdicts do)."""
+    n, boot_sd, margin = 200, 0.04, 0.10
+    z = ndtri(1 - 0.05)
+    se = np.float64(boot_sd) * np.sqrt(np.float64(n) / np.float64(n - 1))
+    r = side * (margin - z * se)
+    for _ in range(200):
+        end = r + side * z * se
+        if end == side * margin:
+            return dict(r=float(r), boot_sd=boot_sd, n_pairs=n, null_var_r=1e-4)
+        r = np.nextafter(r, np.inf if end < side * margin else -np.inf)
+    raise AssertionError("no r found")
+
+
+@pytest.mark.parametrize("side", [-1, 1])
+def test_an_equivalence_interval_ending_at_the_margin_is_not_inside_it(side):
+    row = _interval_end_at_the_margin(side)
+    g = add_row_verdicts(grid([row]), margin=0.10)
+    assert (g.loc[0, "eq_ci_high"] if side > 0 else g.loc[0, "eq_ci_low"]) == side * 0.10
+    assert not g.loc[0, "certified"]
+    # a hair inside: certified
+    inside = dict(row, r=row["r"] - side * 1e-9)
+    assert add_row_verdicts(grid([inside]), margin=0.10).loc[0, "certified"]
