@@ -144,6 +144,13 @@ def test_the_certify_se_reads_1_minus_rho2_below_0_as_0():
     assert inputs.certify_se_n(1.5) == pytest.approx(_expected_max(0.1, 0.0, 1000), rel=1e-6)
 
 
+def test_the_certify_se_without_a_bootstrap_spread_is_the_models():
+    """A bootstrap se of 0 (or a stated se of 0): nothing to take the larger of, the model's se."""
+    for fam in (FamilyInputs("t", "pedagogical", 1, 1, 1, null_var_n=1.0, se_n=0.7, boot_se_n=0.0),
+                FamilyInputs("t", "pedagogical", 1, 1, 1, null_var_n=1.0, se_n=0.0)):
+        assert fam.certify_se_n(0.6) == pytest.approx(math.sqrt(1 - 0.36), rel=1e-12)
+
+
 # ---- the smallest n -----------------------------------------------------------------------------
 
 def _brute_smallest(inputs, goal, k, top=20000):
@@ -236,7 +243,7 @@ def test_certify_plans_say_replicates_do_not_help_and_an_unreachable_goal_says_s
     PlanGoal("certify", 0.1), PlanGoal("certify", -0.01), PlanGoal("certify", 0.2, margin=0.2),
     PlanGoal("flag", 0.2, margin=0.0), PlanGoal("flag", 0.2, margin=1.0),
     PlanGoal("flag", 0.2, power=0.49), PlanGoal("flag", 0.2, power=1.0),
-    PlanGoal("flag", 0.2, alpha=0.0), PlanGoal("flag", 0.2, alpha=0.5),
+    PlanGoal("flag", 0.2, alpha=0.0), PlanGoal("flag", 0.2, alpha=0.5), PlanGoal("flag", 0.2, alpha=0.7),
     PlanGoal("flag", 0.2, max_replicates=True), PlanGoal("flag", 0.2, max_replicates=2.0),
     PlanGoal("flag", 0.2, max_replicates=0), PlanGoal("flag", 0.2, cost_ratio=-0.1),
     PlanGoal("flag", 0.2, cost_ratio=math.nan), PlanGoal("plan")])
