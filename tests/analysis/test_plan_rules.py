@@ -265,6 +265,8 @@ def test_stated_assumptions_by_hand_and_their_checks():
     a = assumed_inputs()
     assert (a.rows, a.units, a.pairs_per_unit, a.within_share, a.source) == (1, 1, 1, 0.0, "assumptions")
     assert a.null_var_n == pytest.approx(4 / 3) and a.se_n == pytest.approx(math.sqrt(4 / 3))
+    # two dialogues per question (a binary contrast's two levels), no bank limit, the default bootstrap
+    assert (a.dialogues_per_question, a.bank_questions, a.n_boot) == (2.0, None, plan_mod.DEFAULT_N_BOOT)
     assert a.within_source == "not measured" and assumed_inputs(within_share=0.2).within_source == "stated"
     assert assumed_inputs(rows=4).units == 4 and assumed_inputs(rows=4, units=2).units == 2
     for bad in (dict(rows=0), dict(units=0), dict(pairs_per_unit=0), dict(within_share=1.0),
@@ -318,6 +320,10 @@ def test_a_role_without_counts_or_with_unknown_calls():
     assert "student_calls" not in c and "judge_tokens" not in c
     assert c["gpu_hours"] == pytest.approx(300 / 3600)
     assert "judge_dollars" not in plan_cost(inputs, option, judge_price=5.0)
+    # a count of one token kind missing: those tokens count 0 (the other kind still counts)
+    inputs.per_dialogue = {"tutor": {"calls": 1, "prompt_tokens": 10}, "student": {"calls": 1, "completion_tokens": 4}}
+    c = plan_cost(inputs, option)
+    assert (c["tutor_tokens"], c["student_tokens"]) == (200, 80)
 
 
 # ---- the pilot's inputs ---------------------------------------------------------------------------
