@@ -279,6 +279,7 @@ def test_a_family_built_without_a_within_share_has_none():
     """FamilyInputs' defaults: no within-question share measured (0), so a plan tries k = 1 only."""
     fam = FamilyInputs("t", "pedagogical", rows=1, units=1, pairs_per_unit=1, null_var_n=4 / 3, se_n=1.2)
     assert (fam.within_share, fam.within_source) == (0.0, "not measured")
+    assert (fam.dialogues_per_question, fam.tasks, fam.bank_questions) == (2.0, 1, None)  # one binary task
     goal = PlanGoal("flag", 0.3, max_replicates=4)
     assert [o.replicates for o in plan_family(fam, goal).options] == [1]
     assert effect_at_k(0.3, fam.within_share, 4) == pytest.approx(0.3)
