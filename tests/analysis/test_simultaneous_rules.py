@@ -187,3 +187,28 @@ def test_the_unit_rule():
     want = {name: name.split("_")[0] for name in cases}
     want["no rows"] = "insufficient"
     assert out.to_dict() == want
+
+
+def test_rows_without_evidence_alone_are_never_certified(small):
+    """Only rows whose differences are all zero: every resample's T is 0, so the critical values are
+    0, and the se floor alone would put r = 0 inside any band; such a row is still not certified."""
+    df, grid, *_ = small
+    g = grid.copy()
+    g.loc[g["null_var_r"] > 0, "sufficient"] = False
+    assert g["sufficient"].any()
+    out = simultaneous_bounds(df, g, margin=0.9, n_boot=B, seed=SEED)
+    live = out[out["sufficient"]]
+    assert out.attrs["sim_c90"] == 0.0
+    assert (live["sim_se"] == 1.0).all()  # no evidence: se 1, never the degenerate 0
+    assert not live["sim_certified"].any() and not live["sim_flagged"].any()
+    assert (live["verdict_sim"] == "inconclusive").all()
+
+
+@pytest.mark.filterwarnings("ignore:Degrees of freedom:RuntimeWarning")  # numpy's sd of one value
+def test_without_a_bootstrap_spread_the_se_is_the_models(small):
+    """One resample has no standard deviation: the se is √((1 − r²)·V0) alone (not floored at 1)."""
+    df, grid, *_ = small
+    out = simultaneous_bounds(df, grid, margin=MARGIN, n_boot=1, seed=SEED)
+    live = out[out["sufficient"] & (out["null_var_r"] > 0)]
+    r, v0 = live["r"].to_numpy(dtype=float), live["null_var_r"].to_numpy(dtype=float)
+    np.testing.assert_allclose(live["sim_se"].to_numpy(dtype=float), np.sqrt((1 - r * r) * v0), rtol=1e-12)
