@@ -133,3 +133,25 @@ def test_the_power_table_by_hand():
     assert power_table(_grid([dict(sufficient=False)])).empty
     assert list(power_table(_grid([]).iloc[:0]).columns) == ["tutor", "rows", "n_median", "zero_share", "mde_r",
                                                               "mde_r_fdr"]
+
+
+def test_the_documented_defaults_and_keyword_only_options():
+    assert min_detectable_r(300) == min_detectable_r(300, 0.0, power=0.8, alpha=0.05)
+    assert power_by_simulation(0.2, 60, n_sim=50) == power_by_simulation(0.2, 60, 0.0, alpha=0.05, n_sim=50, seed=0)
+    with pytest.raises(TypeError):
+        min_detectable_r(300, 0.0, 0.9)  # power is keyword-only
+    with pytest.raises(TypeError):
+        power_by_simulation(0.2, 60, 0.0, 0.05)  # alpha is keyword-only
+
+
+def test_an_effect_beyond_one_has_full_power_and_alpha_outside_0_1_is_refused():
+    assert wilcoxon_power(1.5, 20) == 1.0 and wilcoxon_power(-1.5, 20) == 1.0
+    for alpha in (1.5, -0.1):
+        with pytest.raises(EduFairError):
+            wilcoxon_power(0.1, 100, 0.0, alpha)
+
+
+def test_the_power_table_of_another_metric_kind():
+    g = _grid([dict(n_pairs=100), dict(metric_kind="conversation", n_pairs=80), dict(metric_kind="detector", n_pairs=60)])
+    assert power_table(g, kind="conversation").iloc[0]["rows"] == 1
+    assert power_table(g, kind="conversation").iloc[0]["n_median"] == 80
