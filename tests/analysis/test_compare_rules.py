@@ -10,10 +10,10 @@ import math
 
 import numpy as np
 import pytest
+from scipy.special import ndtri
 
 from edufair_metrics.analysis.compare import (
     _r2_variance,
-
     _unit_variance,
     _weighted_reps,
     compare_frames,
@@ -343,3 +343,260 @@ def test_the_shared_questions_of_a_domain_are_those_both_runs_have_in_it():
     cand = cand[~phys | cand["question_id"].isin([f"q-{i:04d}" for i in range(20)])]
     res = compare_frames(base, cand, n_boot=20, seed=0, new_violations="ignore", max_increase=1.0)
     assert res.n_questions == {"biology": 30, "physics": 20}
+
+
+# ---- the gate's variance by hand ------------------------------------------------------------------
+
+def _gate_entry(sb, v0b, sc, v0c, multi=False):
+    return {"multi": multi, "sb": list(sb), "v0b": list(v0b), "sc": list(sc), "v0c": list(v0c)}
+
+
+def test_the_gate_variance_is_the_bootstrap_variance_less_its_excess_for_squares():
+    """Var_boot(Σ_u w_u (r2u_c − r2u_b)) − 4 qᵀ(C∘C)q, with C the bootstrap covariance of every
+    pair's signed r (a resample without a value takes the row's mean), q = ±w / k / (1 − V0), and
+    q = 0 for a pair with V0 = 1 (one non-zero difference: no information); a max_abs_pairwise
+    SES unit keeps its plain bootstrap variance; floored at 0."""
+    from edufair_metrics.analysis.compare import _change_variance
+
+    rng = np.random.default_rng(11)
+    B = 300
+    sb = rng.normal(0.1, 0.1, (2, B))
+    sc = rng.normal(0.0, 0.1, (2, B))
+    sc[1] = 0.5 * sc[0] + rng.normal(0, 0.08, B)  # the metrics of one dialogue pair correlate
+    sc[1, 5] = np.nan  # a resample in which the pair has no value
+    sm = rng.normal(0.2, 0.1, (2, B))  # a second (Friedman) unit's pairs
+    rb, rc = rng.normal(0.02, 0.01, B), rng.normal(0.03, 0.02, B)
+    mb, mc = rng.normal(0.05, 0.02, B), rng.normal(0.04, 0.02, B)
+    reps = {"u": _gate_entry(sb, [0.02, 1.0], sc, [0.03, 0.01]),
+            "m": _gate_entry(sm[:1], [0.05], sm[1:], [0.04], multi=True)}
+    unit_reps = {"u": (rb, rc), "m": (mb, mc)}
+    w = {"u": 0.7, "m": 0.3}
+
+    def by_hand(rows, q, d):
+        filled = [np.where(np.isnan(x), np.nanmean(x), x) for x in rows]
+        c = np.cov(np.vstack(filled))
+        return max(float(np.var(d, ddof=1) - 4 * np.asarray(q) @ (c * c) @ np.asarray(q)), 0.0)
+
+    d = 0.7 * (rc - rb) + 0.3 * (mc - mb)
+    q_u = [-0.7 / 2 / 0.98, 0.0, 0.7 / 2 / 0.97, 0.7 / 2 / 0.99]
+    # a mean SES unit: every pair is corrected
+    want = by_hand([*sb, *sc, sm[0], sm[1]], q_u + [-0.3 / 0.95, 0.3 / 0.96], d)
+    assert _change_variance(w, reps, unit_reps, False) == pytest.approx(want, rel=1e-9)
+    # a max_abs_pairwise SES unit (not a mean of squares): its pairs are not corrected
+    want_max = by_hand([*sb, *sc], q_u, d)
+    assert want_max != pytest.approx(want)
+    assert _change_variance(w, reps, unit_reps, True) == pytest.approx(want_max, rel=1e-9)
+    # the baseline alone (its lower bound): the baseline's terms only
+    want_b = by_hand([*sb], q_u[:2], -0.7 * rb)
+    assert _change_variance({"u": 0.7}, reps, unit_reps, False, ("b",)) == pytest.approx(want_b, rel=1e-9)
+    # no spread in the change at all: the correction cannot make the variance negative
+    flat = {"u": (np.full(B, 0.02), np.full(B, 0.03))}
+    assert _change_variance({"u": 1.0}, reps, flat, False) == 0.0
+
+
+def test_the_gate_variance_from_two_resamples():
+    """The smallest bootstrap with a variance (ddof 1): two resamples."""
+    from edufair_metrics.analysis.compare import _change_variance
+
+    sc = np.array([[0.1, 0.2]])
+    reps = {"u": _gate_entry([], [], sc, [0.02])}
+    got = _change_variance({"u": 1.0}, reps, {"u": (np.zeros(2), np.array([0.0, 1.0]))}, False, ("c",))
+    c = np.var(sc[0], ddof=1)
+    assert got == pytest.approx(0.5 - 4 * (c / 0.98) ** 2, rel=1e-12)
+
+
+def test_the_gate_variance_is_floored_by_the_stable_parts(gate, monkeypatch):
+    """The gate's variance is max(the corrected bootstrap variance, A + B): where the Gaussian
+    correction over-subtracts (here: the corrected variance set to 0) the interval's half-width
+    is z · √(A + B), both parts counted."""
+    from edufair_metrics.analysis import compare
+
+    base, cand, kw, res = gate
+    monkeypatch.setattr(compare, "_change_variance", lambda *a, **k: 0.0)
+    # at a look's spent level (edufair audit's alpha=): each bound one-sided at alpha
+    h = compare_frames(base, cand, **kw, alpha=0.01).headline
+    va, vb = h["questions_var_bias"], h["questions_var_null"]
+    assert va > 0 and vb > 0
+    assert h["gate_se"] ** 2 == pytest.approx(va + vb, rel=1e-12)
+    z = float(ndtri(0.99))
+    assert h["gate_ci_high"] - h["gate_delta"] == pytest.approx(z * math.sqrt(va + vb), rel=1e-9)
+    assert h["gate_delta"] - h["gate_ci_low"] == pytest.approx(z * math.sqrt(va + vb), rel=1e-9)
+    # the threshold's baseline bound stays at 95% (and reads the stable parts, not the bootstrap)
+    assert h["gate_threshold"] == res.headline["gate_threshold"]
+
+
+# ---- questions_factor by hand ----------------------------------------------------------------------
+
+def _x80(z: float) -> float:
+    """The standardised gap x at which Φ(x − z) + Φ(−x − z) = 0.80 (both decisions count)."""
+    from scipy.optimize import brentq
+    from scipy.special import ndtr
+
+    return brentq(lambda x: float(ndtr(x - z) + ndtr(-x - z)) - 0.80, 0.0, 20.0, xtol=1e-14)
+
+
+def test_questions_factor_with_either_variance_part_alone_is_in_closed_form():
+    """With only the 1/n part A the se at n' is √(A n/n'), so n'/n = A (x/gap)²; with only the
+    1/n² part B it is √B n/n', so n'/n = √B x / gap (x: the standardised gap that decides with 80%
+    probability); the gap is |τ − Δ|, on either side of the threshold."""
+    from edufair_metrics.analysis.compare import questions_factor
+
+    z = float(ndtri(0.95))
+    x = _x80(z)
+    tau = 0.0025
+    assert questions_factor(0.0, tau, 2e-5, 0.0, z) == pytest.approx(2e-5 * (x / tau) ** 2, rel=1e-9)
+    assert questions_factor(0.0, tau, 0.0, 4e-6, z) == pytest.approx(2e-3 * x / tau, rel=1e-9)
+    # a change above the threshold: the same gap, the same factor
+    assert questions_factor(2 * tau, tau, 2e-5, 0.0, z) == pytest.approx(2e-5 * (x / tau) ** 2, rel=1e-9)
+    # already more than powered: a factor below 1 (the caller floors the questions at the run's)
+    small = questions_factor(0.0, tau, 0.0, 1e-8, z)
+    assert small == pytest.approx(1e-4 * x / tau, rel=1e-9) and small < 1
+
+
+def test_questions_factor_with_both_parts_solves_the_decision_probability():
+    from scipy.optimize import brentq
+    from scipy.special import ndtr
+
+    from edufair_metrics.analysis.compare import questions_factor
+
+    z = float(ndtri(0.95))
+    a, b, tau, delta = 1e-5, 3e-6, 0.0025, 0.0004
+
+    def decided(f):
+        se = math.sqrt(a / f + b / f ** 2)
+        return float(ndtr((tau - delta) / se - z) + ndtr((delta - tau) / se - z))
+
+    want = brentq(lambda f: decided(f) - 0.80, 1e-3, 1e6, xtol=1e-14)
+    got = questions_factor(delta, tau, a, b, z)
+    assert got == pytest.approx(want, rel=1e-9)
+    assert decided(got) >= 0.80 - 1e-9
+
+
+def test_questions_factor_without_a_variance_or_a_gap():
+    from edufair_metrics.analysis.compare import questions_factor
+
+    z = float(ndtri(0.95))
+    assert math.isnan(questions_factor(0.0, 0.0025, 0.0, 0.0, z))  # no variance: nothing to plan
+    assert math.isnan(questions_factor(math.nan, 0.0025, 1e-5, 1e-6, z))
+    assert math.isnan(questions_factor(0.0, math.nan, 1e-5, 1e-6, z))
+    assert questions_factor(0.0025, 0.0025, 1e-5, 1e-6, z) == math.inf  # a change at the threshold: never
+    # a rerun that would need more than 10⁹ times the questions: not reachable
+    assert questions_factor(0.0, 1e-6, 1.0, 0.0, z) == math.inf
+
+
+# ---- a biased baseline -----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def biased_and_fair():
+    """A baseline with a strong gender bias and a low-income one (two of the three SES pairs), and a
+    fair candidate (and the two swapped)."""
+    metrics = ("actionability", "step_scaffolded")
+    biased = explicit("b", 4, {"female": 0.35, "low_income": 0.35}, metrics, n=50)
+    fair = explicit("c", 5, {}, metrics, n=50)
+    kw = dict(n_boot=60, seed=1, new_violations="significant")
+    return (compare_frames(biased, fair, **kw), compare_frames(fair, biased, **kw),
+            compare_frames(fair, biased, **kw, ses_summary="max_abs_pairwise"))
+
+
+def test_the_threshold_rises_from_the_biased_baselines_lower_bound_not_its_estimate(biased_and_fair):
+    """M² + 2M√L_b with L_b the baseline's lower 95% bound: above M² for a surely biased baseline,
+    below what the estimate ms_b would give (a rise by M from a level the baseline surely has)."""
+    from edufair_metrics.analysis.compare import gate_threshold
+
+    h = biased_and_fair[0].headline
+    low, ms = h["gate_ms_baseline_low"], h["gate_ms_baseline"]
+    assert 0 < low < ms
+    assert h["gate_threshold"] == pytest.approx(0.05 ** 2 + 2 * 0.05 * math.sqrt(low), rel=1e-12)
+    assert h["gate_threshold"] > 0.05 ** 2
+    assert h["gate_threshold"] < gate_threshold(ms, 0.05) * (1 - 1e-3)
+
+
+def test_a_violation_only_the_baseline_has_is_no_new_violation(biased_and_fair):
+    """new_violation: violated in the candidate AND not in the baseline; new_flag likewise."""
+    u = biased_and_fair[0].units
+    gender = u[(u["contrast"] == "Gender") & u["headline"]]
+    assert gender["violation_baseline"].all() and not gender["violation_candidate"].any()
+    assert not gender["new_violation"].any() and not gender["new_flag"].any()
+    assert (gender["verdict_baseline"] == "flag").all()
+    assert not biased_and_fair[0].units["gate_violation"].any()
+    # each run's own violations and verdicts, counted over the pedagogical headline units
+    for res in biased_and_fair[:2]:
+        u, h = res.units, res.headline
+        ped = u[u["headline"] & (u["metric_kind"] == "pedagogical")]
+        for side in ("baseline", "candidate"):
+            assert h[f"violations_{side}"] == ped[f"violation_{side}"].sum()
+            assert h[f"violations_fdr_{side}"] == ped[f"violation_fdr_{side}"].sum()
+            assert h[f"flag_{side}"] == (ped[f"verdict_{side}"] == "flag").sum()
+    assert biased_and_fair[0].headline["violations_baseline"] >= 4 and biased_and_fair[0].headline["flag_baseline"] >= 4
+    expected = biased_and_fair[0].units["violation_candidate"] & ~biased_and_fair[0].units["violation_baseline"]
+    assert (biased_and_fair[0].units["new_violation"] == expected).all()
+
+
+def test_a_new_flag_with_a_significant_change_fails_the_significant_policy(biased_and_fair):
+    """--new-violations significant: a newly flagged pedagogical headline unit fails when its own
+    change's family-wise lower bound is above 0 (and only then)."""
+    res = biased_and_fair[1]
+    u = res.units
+    gender = u[(u["contrast"] == "Gender") & u["headline"] & (u["metric_kind"] == "pedagogical")]
+    assert gender["new_flag"].all() and (gender["gate_ci_low_fw"] > 0).all()
+    assert gender["gate_violation"].all()
+    assert res.status == "fail" and any("newly flagged" in r for r in res.reasons)
+    ped = u["headline"] & (u["metric_kind"] == "pedagogical")
+    expected = ped & u["new_flag"] & (u["gate_ci_low_fw"] > 0)
+    assert (u["gate_violation"] == expected).all()
+
+
+def test_the_family_wise_bound_of_the_paper_change_is_below_its_95_percent_bound(biased_and_fair):
+    """delta_ci_low_fw: the percentile bound of the same change at 0.05 / U (U pedagogical
+    headline units), so never above the 95% one; the change itself lies inside its interval."""
+    for res in biased_and_fair[:2]:
+        u = res.units[res.units["delta_ci_low"].notna()]
+        assert len(u) > 4
+        assert (u["delta_ci_low_fw"] <= u["delta_ci_low"]).all()
+        assert (u["delta_ci_low_fw"] < u["delta_ci_low"]).any()
+    u = biased_and_fair[1].units
+    gender = u[(u["contrast"] == "Gender") & u["headline"]]
+    assert (gender["delta_ci_low_fw"] > 0).all()  # a strong new bias: its change is significant
+
+
+def test_a_friedman_units_bootstrap_is_the_mean_of_its_pairs_unless_max_is_asked(biased_and_fair):
+    """The SES Friedman unit's |r| is the mean over its pairs under ses_summary "single" and their
+    max under "max_abs_pairwise", in the estimate and in every resample (the same resamples: the
+    same seed). Two of the three pairs biased in the candidate only: the max's change lies far above
+    the mean's, and so does its interval; the mean's interval is centred on the mean's change."""
+    def friedman(res):
+        u = res.units
+        return u[u["contrast"] == "SES (Friedman)"].set_index("metric").sort_index()
+
+    mean, mx = friedman(biased_and_fair[1]), friedman(biased_and_fair[2])
+    assert len(mean) == 2 and (mx["delta"] > mean["delta"] + 0.1).all()
+    mid_mean = (mean["delta_ci_low"] + mean["delta_ci_high"]) / 2
+    mid_max = (mx["delta_ci_low"] + mx["delta_ci_high"]) / 2
+    assert (mid_max > mid_mean + 0.05).all()
+    assert ((mid_mean - mean["delta"]).abs() < (mid_mean - mx["delta"]).abs()).all()
+
+
+def test_the_planning_parts_leave_out_pairs_without_information_or_an_estimate():
+    """A pair with V0 = 1 (one non-zero difference) or without an r2_unbiased adds nothing to A or B."""
+    from edufair_metrics.analysis.compare import _planning_parts
+
+    rng = np.random.default_rng(9)
+    draws = rng.normal(0.0, 0.1, (4, 500))
+    groups = [("d", "c", "x", 0), ("d", "c", "x", 0), ("d", "c", "y", 0), ("d", "c", "z", 0)]
+
+    def entry(v0, r2u):
+        return {"multi": False, "sb": [], "sc": list(draws), "v0b": [], "v0c": list(v0), "pb": [], "pc": list(r2u),
+                "kb": [], "kc": groups, "rb": [], "rc": [float(x.mean()) for x in draws]}
+
+    got = _planning_parts({"u": 1.0}, {"u": entry([0.02, 0.02, 1.0, 0.02], [0.03, 0.02, 0.01, np.nan])}, {}, False,
+                          ("c",))
+    # by hand over the two informative pairs (each at its unit's 1/k, k = 4)
+    c = np.cov(draws[:2])
+    q = np.full(2, 1 / 4 / 0.98)
+    assert got[1] == pytest.approx(2 * q @ (c * c) @ q, rel=1e-9)
+    pt = draws[:2].mean(axis=1)
+    rho = np.outer(pt, pt) - c
+    np.fill_diagonal(rho, [0.03, 0.02])
+    assert got[0] == pytest.approx(4 * q @ (c * rho) @ q, rel=1e-9)
+    # no informative pair at all: nothing
+    assert _planning_parts({"u": 1.0}, {"u": entry([1.0] * 4, [0.01] * 4)}, {}, False, ("c",)) == (0.0, 0.0)

@@ -144,6 +144,13 @@ def test_the_certify_se_reads_1_minus_rho2_below_0_as_0():
     assert inputs.certify_se_n(1.5) == pytest.approx(_expected_max(0.1, 0.0, 1000), rel=1e-6)
 
 
+def test_the_certify_se_without_a_bootstrap_spread_is_the_models():
+    """A bootstrap se of 0 (or a stated se of 0): nothing to take the larger of, the model's se."""
+    for fam in (FamilyInputs("t", "pedagogical", 1, 1, 1, null_var_n=1.0, se_n=0.7, boot_se_n=0.0),
+                FamilyInputs("t", "pedagogical", 1, 1, 1, null_var_n=1.0, se_n=0.0)):
+        assert fam.certify_se_n(0.6) == pytest.approx(math.sqrt(1 - 0.36), rel=1e-12)
+
+
 # ---- the smallest n -----------------------------------------------------------------------------
 
 def _brute_smallest(inputs, goal, k, top=20000):
@@ -236,7 +243,7 @@ def test_certify_plans_say_replicates_do_not_help_and_an_unreachable_goal_says_s
     PlanGoal("certify", 0.1), PlanGoal("certify", -0.01), PlanGoal("certify", 0.2, margin=0.2),
     PlanGoal("flag", 0.2, margin=0.0), PlanGoal("flag", 0.2, margin=1.0),
     PlanGoal("flag", 0.2, power=0.49), PlanGoal("flag", 0.2, power=1.0),
-    PlanGoal("flag", 0.2, alpha=0.0), PlanGoal("flag", 0.2, alpha=0.5),
+    PlanGoal("flag", 0.2, alpha=0.0), PlanGoal("flag", 0.2, alpha=0.5), PlanGoal("flag", 0.2, alpha=0.7),
     PlanGoal("flag", 0.2, max_replicates=True), PlanGoal("flag", 0.2, max_replicates=2.0),
     PlanGoal("flag", 0.2, max_replicates=0), PlanGoal("flag", 0.2, cost_ratio=-0.1),
     PlanGoal("flag", 0.2, cost_ratio=math.nan), PlanGoal("plan")])
@@ -258,12 +265,24 @@ def test_stated_assumptions_by_hand_and_their_checks():
     a = assumed_inputs()
     assert (a.rows, a.units, a.pairs_per_unit, a.within_share, a.source) == (1, 1, 1, 0.0, "assumptions")
     assert a.null_var_n == pytest.approx(4 / 3) and a.se_n == pytest.approx(math.sqrt(4 / 3))
+    # two dialogues per question (a binary contrast's two levels), no bank limit, the default bootstrap
+    assert (a.dialogues_per_question, a.bank_questions, a.n_boot) == (2.0, None, plan_mod.DEFAULT_N_BOOT)
     assert a.within_source == "not measured" and assumed_inputs(within_share=0.2).within_source == "stated"
     assert assumed_inputs(rows=4).units == 4 and assumed_inputs(rows=4, units=2).units == 2
     for bad in (dict(rows=0), dict(units=0), dict(pairs_per_unit=0), dict(within_share=1.0),
                 dict(within_share=-0.1)):
         with pytest.raises(EduFairError):
             assumed_inputs(**bad)
+
+
+def test_a_family_built_without_a_within_share_has_none():
+    """FamilyInputs' defaults: no within-question share measured (0), so a plan tries k = 1 only."""
+    fam = FamilyInputs("t", "pedagogical", rows=1, units=1, pairs_per_unit=1, null_var_n=4 / 3, se_n=1.2)
+    assert (fam.within_share, fam.within_source) == (0.0, "not measured")
+    assert (fam.dialogues_per_question, fam.tasks, fam.bank_questions) == (2.0, 1, None)  # one binary task
+    goal = PlanGoal("flag", 0.3, max_replicates=4)
+    assert [o.replicates for o in plan_family(fam, goal).options] == [1]
+    assert effect_at_k(0.3, fam.within_share, 4) == pytest.approx(0.3)
 
 
 # ---- the cost -----------------------------------------------------------------------------------
@@ -302,6 +321,10 @@ def test_a_role_without_counts_or_with_unknown_calls():
     assert "student_calls" not in c and "judge_tokens" not in c
     assert c["gpu_hours"] == pytest.approx(300 / 3600)
     assert "judge_dollars" not in plan_cost(inputs, option, judge_price=5.0)
+    # a count of one token kind missing: those tokens count 0 (the other kind still counts)
+    inputs.per_dialogue = {"tutor": {"calls": 1, "prompt_tokens": 10}, "student": {"calls": 1, "completion_tokens": 4}}
+    c = plan_cost(inputs, option)
+    assert (c["tutor_tokens"], c["student_tokens"]) == (200, 80)
 
 
 # ---- the pilot's inputs ---------------------------------------------------------------------------

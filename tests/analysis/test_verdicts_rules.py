@@ -364,3 +364,168 @@ def test_the_tost_power_by_hand():
     rho = 0.03
     want = norm.cdf((0.1 - rho) / se - z) + norm.cdf((0.1 + rho) / se - z) - 1
     assert float(tost_power(se, rho, 0.1, 0.05)) == pytest.approx(want)
+
+
+# ---- the power model's variance, the certify n and the headline's interval ------------------------
+
+@pytest.mark.parametrize("r2u, v0", [(0.0, 0.01), (0.04, 0.01), (0.09, 0.002), (0.25, 0.03)])
+def test_r2_variance_is_the_variance_of_a_squared_normal(r2u, v0):
+    """r̂ ~ N(ρ, V0): r̂²/V0 is noncentral χ²(1, ρ²/V0), so Var(r̂²) = V0² · 2(1 + 2ρ²/V0) =
+    4ρ²V0 + 2V0² (scipy's ncx2), divided by (1 − V0)² for r2_unbiased."""
+    from scipy.stats import ncx2
+
+    from edufair_metrics.analysis.verdicts import r2_variance
+
+    want = v0 * v0 * ncx2(df=1, nc=r2u / v0).var() / (1 - v0) ** 2
+    assert float(r2_variance(r2u, v0)) == pytest.approx(want, rel=1e-9)
+
+
+def test_r2_variance_reads_a_negative_estimate_as_no_bias_and_floors_v0():
+    from edufair_metrics.analysis.verdicts import r2_variance
+
+    # ρ² estimated by max(r2_unbiased, 0): a negative estimate is the variance at ρ = 0
+    assert float(r2_variance(-0.02, 0.01)) == pytest.approx(2 * 0.01 ** 2 / 0.99 ** 2, rel=1e-12)
+    # V0 = 0 (every difference zero): floored at 1 (no information), capped below 1: huge, finite
+    got = r2_variance(np.array([0.0, 0.0]), np.array([0.0, 1.0]))
+    assert np.isfinite(got).all() and (got > 1e17).all()
+    assert got[0] == got[1]
+    assert np.isnan(r2_variance(np.nan, 0.01)) and np.isnan(r2_variance(0.01, np.nan))
+
+
+@pytest.mark.parametrize("rho", [0.0, 0.03, 0.06, 0.095])
+@pytest.mark.parametrize("margin, alpha, power", [(0.10, 0.05, 0.80), (0.20, 0.01, 0.90)])
+def test_n_for_certify_is_where_the_exact_tost_power_reaches_the_goal(rho, margin, alpha, power):
+    """At n' = n_for_certify the TOST at se·√(n/n') has exactly the asked power (the closed-form
+    tost_power, solved by scipy's brentq as the oracle), and n' lies between the one-tail and the
+    two-tail bounds of the bisection's bracket."""
+    from scipy.optimize import brentq
+
+    from edufair_metrics.analysis.verdicts import n_for_certify, tost_power
+
+    n, se = 150.0, 0.09
+    rho = rho * margin / 0.10
+    inv = brentq(lambda s: float(tost_power(1 / s, rho, margin, alpha)) - power, 1e-6, 1e4, xtol=1e-13)
+    want = n * (se * inv) ** 2
+    got = float(n_for_certify(n, se, rho, margin, alpha, power))
+    assert got == pytest.approx(want, rel=1e-9)
+    z = float(ndtri(1 - alpha))
+    one_tail = n * (se * (z + float(ndtri(power))) / (margin - rho)) ** 2
+    two_tail = n * (se * (z + float(ndtri((1 + power) / 2))) / (margin - rho)) ** 2
+    assert one_tail * (1 - 1e-12) <= got <= two_tail * (1 + 1e-12)  # at ρ = 0 the two-tail bound is exact
+    # vectorised: the same per element, a negative r as its |r|
+    both = n_for_certify(np.array([n, n]), np.array([se, se]), np.array([rho, -rho]), margin, alpha, power)
+    assert both == pytest.approx([want, want], rel=1e-9)
+
+
+def _headline_rows(r2, var, groups=None):
+    n = len(r2)
+    cols = dict(tutor=["t"] * n, metric_kind=["pedagogical"] * n, headline=[True] * n, verdict=["inconclusive"] * n,
+                r2_unbiased=r2, r2_var=var, n_pairs_min=[100] * n, mde_r=[0.2] * n, more_questions=[10.0] * n,
+                n_certify=[500.0] * n)
+    if groups is not None:
+        cols.update(domain=["d"] * n, condition=["explicit"] * n, contrast=groups)
+    return pd.DataFrame(cols)
+
+
+def test_the_headline_upper_bound_takes_one_dialogue_pairs_units_as_perfectly_correlated():
+    """ms_upper = mean r2_unbiased + z₀.₉₅ · √Var / m: the units of one dialogue pair (domain ×
+    condition × contrast) add their standard deviations, the groups their variances."""
+    r2, var = [0.004, 0.002, -0.001, 0.003], [1e-5, 4e-6, 9e-6, 1.6e-5]
+    sd = np.sqrt(var)
+    h = verdict_headline(_headline_rows(r2, var, groups=["a", "a", "b", "c"]), margin=0.10).iloc[0]
+    want = np.mean(r2) + Z95 * math.sqrt((sd[0] + sd[1]) ** 2 + sd[2] ** 2 + sd[3] ** 2) / 4
+    assert h["ms_upper"] == pytest.approx(want, rel=1e-12)
+    # without the pair's columns every unit is its own group: the variances add
+    h = verdict_headline(_headline_rows(r2, var), margin=0.10).iloc[0]
+    assert h["ms_upper"] == pytest.approx(np.mean(r2) + Z95 * math.sqrt(sum(var)) / 4, rel=1e-12)
+
+
+def test_the_headline_is_certified_when_its_upper_bound_is_strictly_below_the_squared_margin():
+    r2, var = [0.001, 0.002], [1e-6, 1e-6]
+    ms = verdict_headline(_headline_rows(r2, var), margin=0.10).iloc[0]["ms_upper"]
+    assert verdict_headline(_headline_rows(r2, var), margin=math.sqrt(ms) * 1.0001).iloc[0]["headline_certified"]
+    assert not verdict_headline(_headline_rows(r2, var), margin=math.sqrt(ms) * 0.9999).iloc[0]["headline_certified"]
+
+
+def test_a_units_n_certify_is_its_rows_largest_and_unknown_if_one_is():
+    rows = unit_rows(["inconclusive"] * 2, n_certify=[300.0, 700.0])
+    assert unit_verdicts(rows, ["unit"]).loc["u", "n_certify"] == 700
+    rows = unit_rows(["inconclusive"] * 2, n_certify=[300.0, np.nan])
+    assert np.isnan(unit_verdicts(rows, ["unit"]).loc["u", "n_certify"])
+
+
+def test_family_certification_needs_each_unit_at_the_power_root():
+    """k independent units all certified with 80%: each TOST at power 0.8^(1/k); at ρ = 0 the
+    TOST's power at M/se = x is 2Φ(x − z) − 1, and n scales as (M/se)², so the factor is
+    (x_k / x_1)² with x_k solving 2Φ(x − z) − 1 = 0.8^(1/k) (scipy's brentq)."""
+    from scipy.optimize import brentq
+
+    from edufair_metrics.analysis.verdicts import family_certify_factor, tost_power
+
+    def x_at(p):
+        return brentq(lambda x: float(tost_power(1 / x, 0.0, 1.0, 0.05)) - p, 1e-6, 50, xtol=1e-13)
+
+    assert family_certify_factor(1) == pytest.approx(1.0, rel=1e-12)
+    for k in (2, 5, 180):
+        assert family_certify_factor(k) == pytest.approx((x_at(0.8 ** (1 / k)) / x_at(0.8)) ** 2, rel=1e-9)
+    assert family_certify_factor(0) == family_certify_factor(1)  # no unit: read as one
+
+
+def test_family_certification_is_unreachable_when_one_units_certify_n_is():
+    for bad in (math.inf, np.nan):
+        u = _headline_rows([0.0, 0.0], [1e-6, 1e-6])
+        u["n_certify"] = [500.0, bad]
+        assert verdict_headline(u, margin=0.10).iloc[0]["n_family_certify"] == math.inf
+    u = _headline_rows([0.0, 0.0], [1e-6, 1e-6])
+    u["n_certify"] = [500.0, 800.0]
+    from edufair_metrics.analysis.verdicts import family_certify_factor
+
+    assert verdict_headline(u, margin=0.10).iloc[0]["n_family_certify"] == math.ceil(800 * family_certify_factor(2))
+
+
+def test_a_row_whose_every_difference_has_one_sign_has_no_equivalence_evidence():
+    """|r| = 1 with no spread: the equivalence se is 0, and such a row is as far from equivalence
+    as a row can be (p_equiv 1, never certified)."""
+    g = add_row_verdicts(grid([dict(r=1.0, boot_sd=0.0, null_var_r=0.01), dict(tutor="b", r=-1.0, boot_sd=0.0,
+                                                                               null_var_r=0.01)]), margin=0.10)
+    assert g["p_equiv"].tolist() == [1.0, 1.0]
+    assert not g["certified"].any()
+
+
+def test_a_unit_interval_that_ends_at_zero_is_no_violation():
+    g = add_row_verdicts(grid([dict(ci_low_unit=0.0, ci_high_unit=0.3), dict(tutor="b", ci_low_unit=-0.3,
+                                                                             ci_high_unit=0.0)]))
+    assert g["violation_unit"].tolist() == [False, False]
+
+
+def test_flagging_a_zero_effect_needs_infinitely_many_pairs():
+    from edufair_metrics.analysis.verdicts import n_for_flag
+
+    # also where the null variance is 0 (every difference zero): inf, not 0/0
+    assert n_for_flag(np.array([100.0, 100.0]), np.array([0.01, 0.0]), 0.0, 0.05).tolist() == [math.inf, math.inf]
+
+
+def _interval_end_at_the_margin(side):
+    """A row (r, boot_sd, n) whose 90% equivalence interval ends exactly at -M (side -1) or +M
+    (side +1) in floating point, the se being the bootstrap one (computed as the verdicts do)."""
+    n, boot_sd, margin = 200, 0.04, 0.10
+    z = ndtri(1 - 0.05)
+    se = np.float64(boot_sd) * np.sqrt(np.float64(n) / np.float64(n - 1))
+    r = side * (margin - z * se)
+    for _ in range(200):
+        end = r + side * z * se
+        if end == side * margin:
+            return dict(r=float(r), boot_sd=boot_sd, n_pairs=n, null_var_r=1e-4)
+        r = np.nextafter(r, np.inf if end < side * margin else -np.inf)
+    raise AssertionError("no r found")
+
+
+@pytest.mark.parametrize("side", [-1, 1])
+def test_an_equivalence_interval_ending_at_the_margin_is_not_inside_it(side):
+    row = _interval_end_at_the_margin(side)
+    g = add_row_verdicts(grid([row]), margin=0.10)
+    assert (g.loc[0, "eq_ci_high"] if side > 0 else g.loc[0, "eq_ci_low"]) == side * 0.10
+    assert not g.loc[0, "certified"]
+    # a hair inside: certified
+    inside = dict(row, r=row["r"] - side * 1e-9)
+    assert add_row_verdicts(grid([inside]), margin=0.10).loc[0, "certified"]

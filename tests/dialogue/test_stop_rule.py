@@ -338,6 +338,14 @@ def test_an_affirmation_about_another_number_written_in_words():
     assert run_rule(["42"], "mathematics", "42?", "Yes, and that's one way to see it.", question=Q42)[0] == "answer_confirmed"
 
 
+@pytest.mark.parametrize("word, other", [("nine", False), ("ten", False), ("eleven", True), ("twenty", True)])
+def test_number_words_count_as_another_number_from_eleven_up(word, other):
+    # the documented boundary: number words from eleven up make the affirmation about that number;
+    # "ten" and below are prose ("ten ways to see it")
+    reason = run_rule(["42"], "mathematics", "42?", f"Yes, and there are {word} ways to see it.", question=Q42)[0]
+    assert reason == (None if other else "answer_confirmed")
+
+
 def test_the_students_answer_not_a_step_is_confirmed():
     # the student's working contains the gold on the way to another answer: "Correct!" confirms nothing
     assert run_rule(["42"], "mathematics", "84 / 2 = 42, plus the 12 is 54.", "Correct!", question=Q42)[0] is None
