@@ -266,14 +266,18 @@ def write_html(out_dir: str | Path, *, runs, df, grid, units, params, headline, 
                spool: EvidenceSpool | None = None, domain_labels: dict[str, str] | None = None,
                versions: dict[str, str] | None = None, command: Sequence[str] | None = None,
                summary_files: Sequence[str] = (), exchangeability=None,
-               not_testable: Sequence[str] = (), run_card=None) -> dict[str, Any]:
+               not_testable: Sequence[str] = (), run_card=None, banners: Sequence[dict] = (),
+               glossary: Sequence[Sequence[str]] = (), rank_column: str | None = None) -> dict[str, Any]:
     """Write ``index.html`` and ``viewer/`` into ``out_dir``. ``df``/``grid``/``units``: the report's
     long score frame, contrast grid and dimension units (``analysis.params.analyse``); ``headline``,
     ``leaderboard`` (None: one tutor) and ``cost``: the report's tables; ``spool``: the
     transcripts gathered while the runs were read (None: the page shows the statistics without
     twin views); ``exchangeability``: the placebo check per tutor (``analysis.placebo``; a failed
     one is a banner over the page); ``not_testable``: "tutor (kind: reason)" lines for the page's
-    banner; ``run_card``: the run card (``analysis.tallies.run_card``), shown at the top. Returns what was written: {"files", "bytes", "seconds", "transcripts"}."""
+    banner; ``run_card``: the run card (``analysis.tallies.run_card``), shown at the top; ``banners``:
+    the report's banners (``report.sections.banners``, ``Banner.to_dict``: the ones summary.md shows),
+    over the overview; ``glossary``: (term, definition) rows (``report.glossary``), the ``#glossary``
+    page; ``rank_column``: the leaderboard's ranking column (its title names it). Returns what was written: {"files", "bytes", "seconds", "transcripts"}."""
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
     viewer = out_dir / VIEWER_DIR
@@ -308,6 +312,9 @@ def write_html(out_dir: str | Path, *, runs, df, grid, units, params, headline, 
         "params": params.to_dict(),
         "tutors": tutors,
         "not_testable": list(not_testable),
+        "banners": [dict(b) for b in banners],
+        "glossary": [list(g) for g in glossary],
+        "rank_column": rank_column,
         "run_card": _table(run_card_table(run_card)) if run_card is not None and len(run_card) else None,
         "domain_labels": domain_labels or {},
         "metrics": metrics,
