@@ -138,3 +138,18 @@ def test_every_table_lists_levels_in_the_protocol_order(tmp_path):
         for cond, want in protocol.items():
             assert list(t.loc[t["condition"] == cond, "level"]) == want, (name, cond)
         assert list(dict.fromkeys(t["condition"])) == ["explicit", "implicit"], name
+
+
+def test_the_implicit_names_report_raises_no_warning(tmp_path):
+    """The many-names report (names.csv, its two tables, the spread and name checks) with missing
+    labels and few questions, every warning an error (issue 35 saw a pandas RuntimeWarning there)."""
+    import warnings
+
+    scores = make_scores(domains=("physics",), conditions=("implicit_names",), n_questions=5, seed=3, missing_rate=0.3)
+    write_run(tmp_path / "runs", "org/ext", scores=scores)
+    inputs = read_report_inputs([tmp_path / "runs"], evidence=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        write_report(inputs, tmp_path / "rep", StatParams(n_boot=10, min_pairs=4), figures=False, html=False)
+    assert pd.read_csv(tmp_path / "rep" / "names.csv")["name"].nunique() > 2
+    assert (tmp_path / "rep" / "table_implicit_names_spread.md").is_file()
