@@ -39,8 +39,13 @@ Writes into a run folder (default ``results/report-<timestamp>/``), every file a
   flaggable |r| per metric and domain; the paper-style violations (``†`` = FDR violation);
   meaningful effects; missing labels; the "Judge validity" section (``report.judge_validity``); the cost per tutor and role
   (tokens and wall time, ``report.failures.cost_table``);
-* ``index.html`` and ``viewer/`` – the HTML view (``report.html``): headline, leaderboard, cost,
-  the verdict grid, each cell's paired differences and the twin transcripts behind them, failures.
+* ``index.html`` and ``viewer/`` – the HTML view (``report.html``): the banners summary.md opens
+  with (``sections.banners``: one source for both views), the run card, headline, leaderboard (the
+  columns that decide), cost, the verdict grid, each cell's paired differences and the twin
+  transcripts behind them, failures, the glossary (``#glossary``);
+* ``glossary.md`` – every term the tables use (``report.glossary``), linked from summary.md's top;
+* ``leaderboard.csv`` (two tutors or more) – the leaderboard of ``edufair leaderboard``, every column
+  (``report.leaderboard.ranked_table``; ranked by ped unbiased |r̄|, the one ranking quantity).
 
 The detector metrics (``records.DETECTOR_METRICS``) are part of every record's scores (computed
 from the stored transcripts; ``runlog`` completes records of older runs when it reads them); they

@@ -262,6 +262,18 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def _fresh_viewer(viewer: Path, spool: EvidenceSpool | None) -> None:
+    """Remove an older report's ``viewer/c`` (and ``viewer/t``, replaced by ``spool``'s transcripts)."""
+    import shutil
+
+    if spool is not None:
+        spool.move_to(viewer / "t")  # replaces an older report's transcripts
+    elif (viewer / "t").exists():
+        shutil.rmtree(viewer / "t")
+    if (viewer / "c").exists():
+        shutil.rmtree(viewer / "c")
+
+
 def write_html(out_dir: str | Path, *, runs, df, grid, units, params, headline, leaderboard=None, cost=None,
                spool: EvidenceSpool | None = None, domain_labels: dict[str, str] | None = None,
                versions: dict[str, str] | None = None, command: Sequence[str] | None = None,
@@ -281,18 +293,7 @@ def write_html(out_dir: str | Path, *, runs, df, grid, units, params, headline, 
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
     viewer = out_dir / VIEWER_DIR
-    if spool is not None:
-        spool.move_to(viewer / "t")  # replaces an older report's transcripts
-    else:
-        import shutil
-
-        if (viewer / "t").exists():
-            shutil.rmtree(viewer / "t")
-    old_cells = viewer / "c"
-    if old_cells.exists():
-        import shutil
-
-        shutil.rmtree(old_cells)
+    _fresh_viewer(viewer, spool)
     cell_of = _cell_files(df, viewer)
     questions = {"text": spool.questions if spool else {}, "gold": spool.gold if spool else {}}
     atomic_write_text(viewer / "questions.js", f"EF.questions({js_json(questions)});\n")
