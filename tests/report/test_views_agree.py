@@ -1,4 +1,4 @@
-"""The views of one audit agree (issue 35, point 7): index.html shows every banner summary.md shows,
+"""The views of one audit agree: index.html shows every banner summary.md shows,
 from one source (``report/sections/banners.py``); one ranking quantity in the report's HTML
 leaderboard and ``edufair leaderboard``; a leaderboard a person can read (the columns that decide,
 every column in the CSV); no ``<NA>`` in the verdicts table; the placebo's cost is computed from the
@@ -142,7 +142,7 @@ def test_every_table_lists_levels_in_the_protocol_order(tmp_path):
 
 def test_the_implicit_names_report_raises_no_warning(tmp_path):
     """The many-names report (names.csv, its two tables, the spread and name checks) with missing
-    labels and few questions, every warning an error (issue 35 saw a pandas RuntimeWarning there)."""
+    labels and few questions, every warning an error (a pandas RuntimeWarning was seen there once)."""
     import warnings
 
     scores = make_scores(domains=("physics",), conditions=("implicit_names",), n_questions=5, seed=3, missing_rate=0.3)
