@@ -2,7 +2,7 @@
 modules) a reader enters following the code from one run folder to summary.md, and how many times the
 walk returns to a room it came from.
 
-    PYTHONPATH=. python tests/bench_walk.py          # on the golden test's stored evidence run
+    PYTHONPATH=. python tests/bench_walk.py [--rooms]   # on the golden test's stored evidence run
 
 Measured, not read: ``read_report_inputs`` + ``write_report`` (figures and the HTML view off: what
 summary.md needs) run once under ``sys.setprofile`` on ``tests/report/golden/runs.tar.xz``'s
@@ -80,6 +80,8 @@ def main() -> None:
     for name, below in (("samples -> summary.md", None), ("write_report leg", "write_report")):
         fns, rooms, returns = count(steps, below)
         print(f"{name}: {rooms} rooms, {returns} returns ({fns} functions)")
+    if "--rooms" in sys.argv:  # the rooms themselves, one a line
+        print("\n".join(sorted({n[0] for _, n in steps})))
 
 
 if __name__ == "__main__":
