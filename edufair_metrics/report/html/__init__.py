@@ -38,10 +38,11 @@ from edufair_metrics import catalogue
 from edufair_metrics.analysis.cells import cell_matrices, contrast_pairs
 from edufair_metrics.analysis.evidence import EVIDENCE_METRICS, level_cue_words, mask_spec, placebo_split_positions
 from edufair_metrics.analysis.grid import metric_kind
+from edufair_metrics.analysis.tallies import DOMAIN_ORDER, level_position
 from edufair_metrics.io import atomic_write_text
 from edufair_metrics.judge.parse import JUDGE_FIELDS
 from edufair_metrics.protocol.contrasts import load_contrasts
-from edufair_metrics.protocol.presentation import extension_conditions, ordered, presentation
+from edufair_metrics.protocol.presentation import extension_conditions, order_key, ordered, presentation
 from edufair_metrics.records import JUDGE_FIELD_FOR_METRIC, PEDAGOGICAL_METRICS
 from edufair_metrics.report.sections.run_card import run_card_table
 from edufair_metrics.report.html.spool import BUCKETS, EvidenceSpool, bucket_of, js_json
@@ -179,7 +180,10 @@ def _failures(runs, params, spool: EvidenceSpool | None) -> dict[str, Any]:
                     listed.append([run.label, tutors.get(run.label), s.task, s.question_id, s.level,
                                    s.stop_reason or "", bucket_of(s.question_id)])
     table = []
-    for (tutor, task, condition, domain, level), row in sorted(rows.items()):
+    orders: dict[str, dict[str, int]] = {}
+    for (tutor, task, condition, domain, level), row in sorted(  # levels in the protocol's order, as every table
+            rows.items(), key=lambda kv: (kv[0][0], DOMAIN_ORDER.get(kv[0][3], 99), order_key(kv[0][2]), kv[0][1],
+                                          level_position(kv[0][2], kv[0][4], orders), kv[0][4])):
         by_kind = kinds.get((tutor, task, level), {})
         table.append([tutor, task, condition, domain, level, row["dialogues"], row["failed"],
                       ", ".join(f"{k}={v}" for k, v in sorted(by_kind.items())), row["lost_pairs"],
