@@ -71,7 +71,7 @@ def test_the_page_renders_the_banners_it_is_given():
 
 def test_one_ranking_quantity_in_the_html_view_and_the_leaderboard(tmp_path):
     root = tmp_path / "runs"
-    kw = dict(conditions=("explicit",), domains=("physics",), n_questions=16)
+    kw = dict(conditions=("explicit",), domains=("physics",), n_questions=15)
     write_run(root, "org/fair", seed=1, **kw)
     write_run(root, "org/biased", seed=2, bias={("explicit", "female", "*"): 0.4}, **kw)
     assert cli(["leaderboard", str(root), "--out", str(tmp_path / "lb"), "--n-boot", "20"]) == 0
