@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from edufair_metrics import catalogue
@@ -21,10 +22,23 @@ DOMAINS = ("mathematics", "physics", "chemistry")
 # Task-name suffix -> bank domain.
 TASK_DOMAINS = {"math": "mathematics", "physics": "physics", "chemistry": "chemistry"}
 GRADES = {"mathematics": 9, "physics": 8, "chemistry": 8}
-CONDITIONS = ("explicit", "implicit", "opposite")  # the paper's three (protocol.yaml)
-# Conditions EduFair adds beside the paper's (protocol/data/protocol-extensions.yaml, their own protocol
-# version): never part of the paper's headline, each its own FDR family (analysis.noise.family_labels).
-EXTENSION_CONDITIONS = ("intersectional", "implicit_names")
+
+
+def _protocol_conditions(name: str) -> tuple[str, ...]:
+    """The condition names of one of the packaged protocol data files, in its order (read here,
+    not through ``protocol/``, which imports this module)."""
+    import yaml
+
+    path = Path(__file__).resolve().parent / "protocol" / "data" / name
+    return tuple((yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("conditions") or ())
+
+
+# The paper's three (protocol/data/protocol.yaml) and those EduFair adds beside them
+# (protocol/data/protocol-extensions.yaml, their own protocol version: never part of the paper's
+# headline, each its own FDR family, analysis.noise.family_labels), read from the protocol data: a
+# condition added there is known everywhere without a line of code here.
+CONDITIONS = _protocol_conditions("protocol.yaml")
+EXTENSION_CONDITIONS = _protocol_conditions("protocol-extensions.yaml")
 ALL_CONDITIONS = CONDITIONS + EXTENSION_CONDITIONS
 
 # The metric names of each kind and the judge field each pedagogical metric reads (App. F), from the

@@ -20,7 +20,7 @@ from tests.test_architecture import ALL_IMPORTS, PKG, PKG_DIR, PY_FILES, REPO, _
 AUDITED = {
     "edufair_metrics.analysis.params": {"analyse", "analyse_frame"},
     "edufair_metrics.analysis.grid": {"dimension_summary"},
-    "edufair_metrics.analysis.placebo": {"placebo_floor", "exchangeability_check"},
+    "edufair_metrics.analysis.placebo": {"placebo_floor", "exchangeability_check", "placebo_cost"},
     "edufair_metrics.analysis.replicates": {"variance_components"},
     "edufair_metrics.analysis.names": {"name_effects"},
     "edufair_metrics.analysis.ranks": {"rank_intervals"},

@@ -17,7 +17,7 @@ NOT_CHECKED = {"CHANGELOG.md", "test_hygiene.py"}  # (this file quotes what it f
 ISSUE_REF = re.compile(r"\bissues?\s+#?\d+|\(#\d+\)|\bissue\s+\d+(?:\.\d+)?", re.IGNORECASE)
 MD_NAME = re.compile(r"(?<![\w/.-])((?:\.\.?/)?[\w./-]*[\w-]\.md)\b")
 # Markdown files EduFair writes (reports, compare, leaderboard, agreement): named, never in the tree
-WRITTEN_MD = re.compile(r"^(summary|levels|failures|tables|compare|leaderboard|judge_contingent|missing_labels|detector_agreement|"
+WRITTEN_MD = re.compile(r"^(summary|levels|failures|tables|compare|leaderboard|judge_contingent|missing_labels|detector_agreement|glossary|"
                         r"table\w*|signed_\w+)\.md$")
 
 

@@ -9,7 +9,8 @@ What it holds, in the data flow's order:
   q-values, verdicts, turn test, pair accounting, drift and caveats, and the dimension units
   (``analysis.params.analyse``);
 * ``placebo_floor``, ``exchangeability``: the placebo replicate's floor and exchangeability check
-  (``analysis.placebo``); ``variance_components``: within- vs between-question variance where
+  (``analysis.placebo``), ``placebo_cost``: what the replicate cost (or one would cost) in dialogues
+  over the main run; ``variance_components``: within- vs between-question variance where
   replicates or a placebo measure it (``analysis.replicates``);
 * ``missing``, ``failures``, ``cost``: missing judge labels, failures by kind, cost per tutor and
   role (``analysis.tallies``); ``levels``, ``level_loss``: the descriptive rates per condition level
@@ -38,7 +39,7 @@ from edufair_metrics.analysis.judge_validity import ValidityScan, next_turn_tabl
 from edufair_metrics.analysis.names import name_effects
 from edufair_metrics.analysis.pairloss import level_loss_table
 from edufair_metrics.analysis.params import StatParams, analyse
-from edufair_metrics.analysis.placebo import exchangeability_check, placebo_floor
+from edufair_metrics.analysis.placebo import exchangeability_check, placebo_cost, placebo_floor
 from edufair_metrics.analysis.ranks import rank_intervals
 from edufair_metrics.analysis.replicates import variance_components
 from edufair_metrics.analysis.ses import reported_rows
@@ -84,6 +85,7 @@ class Audit:
     testability: tuple[Testability, ...]
     ranks: Any
     run_card: Any = None
+    placebo_cost: Any = None  # per tutor: main and placebo dialogues (analysis.placebo.placebo_cost)
     domain_labels: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -140,6 +142,7 @@ def audit(runs: Sequence[Run], params: StatParams, *, scans: Sequence[ValiditySc
         next_turn=next_turn_table(scans) if scans is not None else None,
         next_turn_by_tutor=next_turn_table(scans, ("tutor",)) if scans is not None else None,
         testability=testability, ranks=rank_table, run_card=run_card(runs, provenance or {}, cost),
+        placebo_cost=placebo_cost(runs),
         domain_labels=labels, seconds=seconds)
 
 

@@ -56,7 +56,8 @@ from edufair_metrics.analysis.engine import EXACT_BELOW, multiplicities, percent
 from edufair_metrics.analysis.grid import metric_kind
 from edufair_metrics.protocol.placebo import split_replicate_level
 
-__all__ = ["CHECK_ALPHA", "EXCHANGE_COLUMNS", "PLACEBO_COLUMNS", "ExchangeabilityCheck", "exchangeability_check",
+__all__ = ["CHECK_ALPHA", "COST_COLUMNS", "EXCHANGE_COLUMNS", "PLACEBO_COLUMNS", "ExchangeabilityCheck", "exchangeability_check",
+           "placebo_cost",
            "placebo_floor", "placebo_pairs", "placebo_summary"]
 
 PLACEBO_COLUMNS = ["tutor", "task", "domain", "condition", "level", "replicate", "metric", "kind", "n_pairs",
@@ -258,3 +259,33 @@ def _normal_ci(estimate: float, resampled: np.ndarray, bounds: tuple[float, floa
         return math.nan, math.nan
     half = 1.959963984540054 * float(x.std(ddof=1))
     return float(np.clip(estimate - half, *bounds)), float(np.clip(estimate + half, *bounds))
+
+
+# ---- what the placebo replicate costs ----------------------------------------------------------------
+
+COST_COLUMNS = ["tutor", "dialogues", "main", "placebo", "level", "level_dialogues", "condition", "condition_dialogues"]
+SUGGESTED_LEVEL = "female"  # the level the report suggests replicating (its first Explicit level)
+
+
+def placebo_cost(runs, level: str = SUGGESTED_LEVEL):
+    """Per tutor: ``dialogues`` in the run, ``main`` those of the main run (no placebo replicate
+    document), ``placebo`` the replicate dialogues (levels ``<level>~replicate<r>``: the cost paid),
+    and, for the estimate of one more replicate, ``level`` (``level`` when the main run has it, else
+    its first level), ``level_dialogues`` (its dialogues in the main run: what one replicate adds),
+    its ``condition`` and ``condition_dialogues`` (that condition's main dialogues). The extra cost of
+    the replicate over the main run is ``placebo / main`` (paid) or ``level_dialogues / main``
+    (one replicate of ``level``)."""
+    import pandas as pd
+
+    rows = []
+    for run in runs:
+        scores = list(run.scores)
+        main = [s for s in scores if split_replicate_level(s.level)[1] == 1]
+        chosen = level if any(s.level == level for s in main) else (main[0].level if main else level)
+        of_level = [s for s in main if s.level == chosen]
+        conditions = {s.condition for s in of_level}
+        rows.append({"tutor": run.label, "dialogues": len(scores), "main": len(main), "placebo": len(scores) - len(main),
+                     "level": chosen, "level_dialogues": len(of_level),
+                     "condition": ", ".join(sorted(conditions)),
+                     "condition_dialogues": sum(1 for s in main if s.condition in conditions)})
+    return pd.DataFrame(rows, columns=COST_COLUMNS)

@@ -10,9 +10,10 @@ from typing import Any, Iterable, Mapping
 import pandas as pd
 
 from edufair_metrics.failures import sum_call_counts
+from edufair_metrics.protocol.placebo import split_replicate_level
 from edufair_metrics.protocol.presentation import order_key
 from edufair_metrics.protocol.prompts import condition_levels
-from edufair_metrics.records import CONVERSATION_METRICS, PEDAGOGICAL_METRICS, DialogueScores
+from edufair_metrics.records import CONVERSATION_METRICS, PEDAGOGICAL_METRICS, TASK_DOMAINS, DialogueScores
 from edufair_metrics.runlog import Run
 
 
@@ -22,7 +23,8 @@ def failure_table(runs: Iterable[Run]):
     rows = [(r.label, *f[:5]) for r in runs for f in r.failures]
     if not rows:
         return pd.DataFrame(columns=cols + ["count"])
-    return pd.DataFrame(rows, columns=cols).groupby(cols, sort=True).size().reset_index(name="count")
+    out = pd.DataFrame(rows, columns=cols).groupby(cols, sort=True).size().reset_index(name="count")
+    return protocol_sorted(out, ["tutor", "task", "condition", "level", "stage", "kind"])
 
 
 MISSING_LABEL_COLUMNS = ["dialogues", "sent_turns", "labelled_turns", "missing_turns", "missing_rate"]
@@ -45,7 +47,7 @@ def missing_label_table(runs_or_scores: Iterable[Run] | Iterable[DialogueScores]
         missing_turns=("missing_turns", "sum")).reset_index()
     out.insert(len(cols) + 2, "labelled_turns", out["sent_turns"] - out["missing_turns"])
     out["missing_rate"] = out["missing_turns"] / out["sent_turns"].where(out["sent_turns"] > 0)
-    return out
+    return protocol_sorted(out, cols)
 
 
 COST_COLUMNS = ["tutor", "role", "requests", "calls", "prompt_tokens", "completion_tokens", "token_calls",
@@ -120,6 +122,53 @@ def _level_order(condition: str) -> dict[str, int]:
         return {}
 
 
+UNKNOWN_LEVEL = 1000  # a level the protocol does not list: after the listed ones
+
+
+def level_position(condition: str, level: str, orders: dict[str, dict[str, int]] | None = None) -> int:
+    """A level's place in every table: its index in the protocol data's list of the condition's
+    levels (``protocol/data/protocol*.yaml``), a placebo replicate (``female~replicate2``) right
+    after its level; :data:`UNKNOWN_LEVEL` and after for a level the protocol does not list."""
+    order = (orders or {}).get(condition)
+    if order is None:
+        order = _level_order(condition)
+        if orders is not None:
+            orders[condition] = order
+    base, replicate = split_replicate_level(level)
+    return 100 * order.get(base, UNKNOWN_LEVEL) + min(int(replicate), 99)
+
+
+def _task_domain(task: str) -> int:
+    return DOMAIN_ORDER.get(TASK_DOMAINS.get(str(task).rsplit("_", 1)[-1], ""), 99)
+
+
+def protocol_sorted(frame, keys):
+    """``frame`` sorted as every table of a report: by tutor, domain (of the ``domain`` or ``task``
+    column: the paper's running order), condition (the presentation order), level
+    (:func:`level_position`), then the other ``keys`` (by value)."""
+    if not len(frame):
+        return frame.reset_index(drop=True)
+    tmp = frame.copy()
+    orders: dict[str, dict[str, int]] = {}
+    sort = ["tutor"] if "tutor" in tmp.columns else []
+    if "domain" in tmp.columns:
+        tmp["_d"] = tmp["domain"].map(lambda x: DOMAIN_ORDER.get(x, 99))
+        sort.append("_d")
+    elif "task" in tmp.columns:
+        tmp["_d"] = tmp["task"].map(_task_domain)
+        sort.append("_d")
+    if "condition" in tmp.columns:
+        tmp["_c"] = tmp["condition"].map(order_key)
+        sort.append("_c")
+        sort += ["task"] if "task" in tmp.columns else []
+        if "level" in tmp.columns:
+            tmp["_l"] = [level_position(c, lv, orders) for c, lv in zip(tmp["condition"], tmp["level"])]
+            sort.append("_l")
+    sort += [k for k in keys if k in tmp.columns and k not in sort and k not in ("domain", "condition")]
+    tmp = tmp.sort_values(sort, kind="stable")
+    return tmp.drop(columns=[c for c in ("_d", "_c", "_l") if c in tmp.columns]).reset_index(drop=True)
+
+
 def level_rates(dialogues):
     """Per (tutor, domain, condition, dimension, level): ``dialogues``, distinct ``questions``,
     the NaN-aware mean of each of the nine per-dialogue scores (mean over the dialogues that have
@@ -148,7 +197,7 @@ def level_rates(dialogues):
     orders = {c: _level_order(c) for c in out["condition"].unique()}
     out["_d"] = out["domain"].map(lambda x: DOMAIN_ORDER.get(x, 99))
     out["_c"] = out["condition"].map(order_key)  # the presentation order (protocol/data/presentation.yaml)
-    out["_l"] = [orders[c].get(lv, 1000 + first_seen[(c, lv)]) for c, lv in zip(out["condition"], out["level"])]
+    out["_l"] = [(level_position(c, lv, orders), first_seen[(c, lv)]) for c, lv in zip(out["condition"], out["level"])]
     out = out.sort_values(["tutor", "_d", "_c", "_l"], kind="stable").drop(columns=["_d", "_c", "_l"])
     return out.reset_index(drop=True)
 

@@ -10,7 +10,14 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-from edufair_metrics.analysis.tallies import COST_COLUMNS, MISSING_LABEL_COLUMNS, cost_table, failure_table, missing_label_table
+from edufair_metrics.analysis.tallies import (
+    COST_COLUMNS,
+    MISSING_LABEL_COLUMNS,
+    cost_table,
+    failure_table,
+    missing_label_table,
+    protocol_sorted,
+)
 from edufair_metrics.failures import CallCounts, sum_call_counts
 from edufair_metrics.report.tables import to_markdown
 from edufair_metrics.runlog import Run
@@ -41,7 +48,8 @@ def failed_dialogue_counts(runs, keep_failed: bool):
     rows = [(r.label, s.task, s.condition, s.level) for r in runs for s in r.scores if s.failed]
     if not rows:
         return pd.DataFrame(columns=cols + ["failed_dialogues", "excluded"])
-    out = pd.DataFrame(rows, columns=cols).groupby(cols, sort=True).size().reset_index(name="failed_dialogues")
+    out = protocol_sorted(pd.DataFrame(rows, columns=cols).groupby(cols, sort=True).size()
+                          .reset_index(name="failed_dialogues"), cols)  # levels in the protocol's order
     out["excluded"] = out["failed_dialogues"] * (0 if keep_failed else 1)
     return out
 

@@ -63,9 +63,52 @@ def cell_label(value: float, sufficient: bool, n_min, fmt: str = "{:.2f}") -> st
         return INSUFF.format(n="?")
 
 
+def _fig2_units(units):
+    return units[(units["condition"] == "explicit") & units["headline"].astype(bool)]
+
+
+def _fig3_units(units):
+    return units[(units["condition"] == "explicit") & (units["metric_kind"] == "pedagogical") & units["headline"].astype(bool)]
+
+
+def _bars_units(units, condition: str, cells=None):
+    u = units[(units["condition"] == condition) & units["metric_kind"].isin(["pedagogical", "conversation"])]
+    return u if cells is None else u[u["contrast"].isin(cells)]
+
+
+def _opposite_cells(units) -> list[str]:
+    cells = list(dict.fromkeys(units.loc[units["condition"] == "opposite", "contrast"]))
+    return [c for c in cells if c in ("Correct", "Wrong")] or cells
+
+
+def _outcome_units(units):
+    return units[(units["metric_kind"] == "outcome") & (units["headline"].astype(bool)
+                                                        | units["condition"].map(is_extension).astype(bool))]
+
+
+# each figure drawn from units (file name -> the units it draws), for empty_figures
+FIGURE_UNITS = {
+    "fig2_metric_heatmap.png": _fig2_units,
+    "fig3_dimension_dots.png": _fig3_units,
+    "fig4_implicit.png": lambda u: _bars_units(u, "implicit"),
+    "fig5_opposite.png": lambda u: _bars_units(u, "opposite", _opposite_cells(u)),
+    "fig_intersectional.png": lambda u: _bars_units(u, "intersectional"),
+    "fig_outcome.png": _outcome_units,
+}
+
+
+def empty_figures(units, grid=None) -> list[str]:
+    """The figures :func:`all_figures` writes whose every cell is ``insuff. (n=…)``: they draw units
+    and none of them has the pair minimum (the summary and the HTML view say so in a banner)."""
+    if units is None or not len(units):
+        return []
+    return [name for name, select in FIGURE_UNITS.items()
+            if len(u := select(units)) and not u["sufficient"].astype(bool).any()]
+
+
 def fig2_metric_heatmap(units, path: Path):
     """|r̄| per metric (columns) for every tutor (rows), one panel per domain (Explicit)."""
-    u = units[(units["condition"] == "explicit") & units["headline"]]
+    u = _fig2_units(units)
     if len(u) == 0:
         return None
     plt = _plt()
@@ -102,7 +145,7 @@ def fig2_metric_heatmap(units, path: Path):
 def fig3_dimension_dots(units, path: Path):
     """|r̄| over the pedagogical metrics per Explicit dimension (its headline unit: SES's single
     contrast by default): one dot per tutor, panel per domain."""
-    u = units[(units["condition"] == "explicit") & (units["metric_kind"] == "pedagogical") & units["headline"]]
+    u = _fig3_units(units)
     if len(u) == 0:
         return None
     plt = _plt()
@@ -138,9 +181,7 @@ def fig3_dimension_dots(units, path: Path):
 
 
 def _ped_conv_bars(units, condition: str, cells: list[str] | None, title: str, path: Path):
-    u = units[(units["condition"] == condition) & units["metric_kind"].isin(["pedagogical", "conversation"])]
-    if cells is not None:
-        u = u[u["contrast"].isin(cells)]
+    u = _bars_units(units, condition, cells)
     if len(u) == 0:
         return None
     plt = _plt()
@@ -180,9 +221,7 @@ def fig4_implicit(units, path: Path):
 
 
 def fig5_opposite(units, path: Path):
-    cells = [c for c in dict.fromkeys(units.loc[units["condition"] == "opposite", "contrast"])]
-    main = [c for c in cells if c in ("Correct", "Wrong")] or cells
-    return _ped_conv_bars(units, "opposite", main, "Opposite condition: Correct vs Wrong (|r̄|)", path)
+    return _ped_conv_bars(units, "opposite", _opposite_cells(units), "Opposite condition: Correct vs Wrong (|r̄|)", path)
 
 
 def fig_intersectional(units, path: Path):
@@ -233,8 +272,7 @@ def fig_implicit_names(names, path: Path, domain_labels: dict[str, str] | None =
 def fig_outcome(units, path: Path):
     """Outcome fairness (the post-test, an extension): |r| of each outcome metric per contrast (the
     paper conditions' headline contrasts and every extension contrast), one panel per domain."""
-    u = units[(units["metric_kind"] == "outcome") & (units["headline"].astype(bool)
-                                                     | units["condition"].map(is_extension).astype(bool))]
+    u = _outcome_units(units)
     if len(u) == 0:
         return None
     plt = _plt()

@@ -36,8 +36,12 @@ Columns (all from the same statistics as ``edufair report``):
 * one column per pedagogical metric: the tutor's mean per-dialogue rate (pedagogy level);
 * ``missing labels`` – missing judge labels / tutor turns sent to the judge; ``dialogues``.
 
-Writes ``leaderboard.md`` / ``leaderboard.csv`` (default ``results/leaderboard-<timestamp>/``)
-and prints the Markdown table.
+Writes ``leaderboard.csv`` (every column above, the deciding ones first) and ``leaderboard.md``
+(default ``results/leaderboard-<timestamp>/``) and prints the Markdown table: the columns that decide
+(:data:`DECIDING`: rank, tutor, the primary quantity, its rank interval and ties, the pedagogical
+verdict counts, testability, missing labels, dialogues), the same short table as the report's HTML
+view (``edufair report`` with two tutors or more ranks by the same quantity, from the same
+:func:`ranked_table`, and writes the same ``leaderboard.csv``).
 """
 
 from __future__ import annotations
@@ -162,22 +166,52 @@ def sample_size_warning(table) -> str:
             "with fewer questions have wider rank intervals, larger MDEs and more inconclusive units.")
 
 
-def write_leaderboard(runs, out_dir: Path, params: StatParams) -> str:
-    """Rank the tutors of loaded runs and write leaderboard.csv/.md and a manifest; returns the
-    Markdown."""
-    a = audit(runs, params, ranks=True)
+# The columns that decide a ranking, in this order: the short table of leaderboard.md, the printed
+# table and the HTML view; leaderboard.csv holds every column (these first).
+DECIDING = ["rank", "tutor", PRIMARY, "rank 95% interval", "tied with", "ped flagged", "ped certified",
+            "ped inconclusive", "ped family certified", "testable", "missing labels", "dialogues"]
+
+
+def ranked_table(a):
+    """The whole leaderboard of the audit ``a`` (``analysis.audit`` with ranks): :func:`leaderboard_table`
+    with each tutor's missing-label rate, dialogues and testability; a tutor whose pedagogical metrics
+    cannot be read gets no rank ("not testable", listed after the ranked ones). The one table behind
+    ``edufair leaderboard`` and the report's HTML leaderboard. Columns: :data:`DECIDING` first."""
     table = leaderboard_table(a.df, a.units, a.ranks)
     miss = a.missing.groupby("tutor")[["missing_turns", "sent_turns"]].sum()
     rate = (miss["missing_turns"] / miss["sent_turns"].where(miss["sent_turns"] > 0))
     table["missing labels"] = table["tutor"].map(rate)
-    table["dialogues"] = table["tutor"].map({r.label: len(r.scores) for r in runs})
-    # a tutor whose pedagogical metrics cannot be read gets no rank (its number would read as fair)
-    untestable = {tutor: t for (tutor, kind), t in a.untestable.items() if kind == "pedagogical"}
+    table["dialogues"] = table["tutor"].map({r.label: len(r.scores) for r in a.runs})
+    untestable = untestable_tutors(a)
     table["testable"] = table["tutor"].map(lambda t: "no: " + "; ".join(untestable[t].reasons) if t in untestable else "yes")
     if untestable:
         mask = table["tutor"].isin(untestable)
         table["rank"] = table["rank"].astype(object).where(~mask, "not testable")
         table = pd.concat([table[~mask], table[mask]], ignore_index=True)
+    first = [c for c in DECIDING if c in table.columns]
+    return table[first + [c for c in table.columns if c not in first]]
+
+
+def short_table(table):
+    """The columns of ``table`` that decide (:data:`DECIDING`): what a person reads first."""
+    return table[[c for c in DECIDING if c in table.columns]]
+
+
+def untestable_tutors(a) -> dict:
+    """tutor -> its pedagogical Testability, for the tutors whose pedagogical metrics cannot be read."""
+    return {tutor: t for (tutor, kind), t in a.untestable.items() if kind == "pedagogical"}
+
+
+SHORT_NOTE = ("The columns that decide; every column (per metric kind, per condition, per metric: the paper's |r̄|, excess "
+              "|r̄|, violations, pedagogy levels) is in leaderboard.csv. Terms: glossary.md of a report, or README.")
+
+
+def write_leaderboard(runs, out_dir: Path, params: StatParams) -> str:
+    """Rank the tutors of loaded runs and write leaderboard.csv (every column) / .md (the columns that
+    decide) and a manifest; returns the Markdown."""
+    a = audit(runs, params, ranks=True)
+    table = ranked_table(a)
+    untestable = untestable_tutors(a)
     out_dir = Path(out_dir)
     warning = sample_size_warning(table)
     parts = []
@@ -187,7 +221,8 @@ def write_leaderboard(runs, out_dir: Path, params: StatParams) -> str:
     if warning:
         parts.append(f"**{warning}**")
     parts.append(LEADERBOARD_NOTE + f" Margin: ±{params.equivalence_margin:.2f}.")
-    md = to_markdown(table, "EduFair leaderboard (ranked by ped unbiased |r̄|, lower = fairer)", "\n\n".join(parts))
+    parts.append(SHORT_NOTE)
+    md = to_markdown(short_table(table), f"EduFair leaderboard (ranked by {PRIMARY}, lower = fairer)", "\n\n".join(parts))
     atomic_write_text(out_dir / "leaderboard.csv", table.to_csv(index=False))
     atomic_write_text(out_dir / "leaderboard.md", md)
     atomic_write_json(out_dir / "leaderboard_manifest.json", {
@@ -198,6 +233,7 @@ def write_leaderboard(runs, out_dir: Path, params: StatParams) -> str:
         "not_testable": {t: list(x.reasons) for t, x in sorted(untestable.items())},
         "rank_interval": {"level": 0.95, "bootstrap": "questions of each domain resampled jointly for all tutors",
                           "tied": "rank intervals overlap"},
+        "short_columns": [c for c in DECIDING if c in table.columns],
         "versions": versions(), "files": ["leaderboard.csv", "leaderboard.md"],
     })
     return md

@@ -17,7 +17,7 @@ import pandas as pd
 from edufair_metrics.analysis.placebo import CHECK_ALPHA, placebo_summary
 from edufair_metrics.report.tables import to_markdown
 
-__all__ = ["BANNER", "exchangeability_banner", "placebo_markdown", "placebo_note"]
+__all__ = ["BANNER", "cost_sentence", "exchangeability_banner", "placebo_markdown", "placebo_note"]
 
 BANNER = "exchangeability check failed: verdicts of this run are not trusted"
 TITLE = "Placebo replicate (exchangeability check)"
@@ -54,17 +54,45 @@ def placebo_note(check) -> str:
             f"{'; '.join(parts)}; placebo.csv and summary.md.")
 
 
-def placebo_markdown(floor, check, labels: Mapping[str, str] | None = None) -> str:
+def _pct(part: float, whole: float) -> str:
+    return f"+{part / whole:.0%}" if whole else "+?"
+
+
+def cost_sentence(cost) -> str:
+    """What the placebo replicate cost over the main run (``analysis.placebo.placebo_cost``: extra
+    dialogues / the main run's dialogues, summed over the tutors), or, without one, what one
+    replicate of the suggested level would add; "" without runs."""
+    if cost is None or not len(cost):
+        return ""
+    main, paid = int(cost["main"].sum()), int(cost["placebo"].sum())
+    if paid:
+        return (f"Cost: the placebo replicate added {paid:,} dialogues, {_pct(paid, main)} over the main run's "
+                f"{main:,}.")
+    level = str(cost["level"].iloc[0])
+    extra = int(cost["level_dialogues"].sum())
+    cond, cond_n = str(cost["condition"].iloc[0]), int(cost["condition_dialogues"].sum())
+    within = f"; {_pct(extra, cond_n)} of its {cond_n:,} {cond.capitalize()} dialogues" if cond and cond_n != main else ""
+    return (f"one replicate of {level} adds {extra:,} dialogues, {_pct(extra, main)} over this run's {main:,}"
+            f"{within}")
+
+
+def placebo_markdown(floor, check, labels: Mapping[str, str] | None = None, cost=None) -> str:
     """The summary section: per tutor the check (excess over its own floor, mean p_perm, flag rate,
     each with its bootstrap CI and the band exchangeable replicates give), then per tutor, domain
-    and metric kind the placebo |r| beside its own floor."""
+    and metric kind the placebo |r| beside its own floor; ``cost``: ``Audit.placebo_cost`` (what the
+    replicate cost, or what one would cost, over the main run)."""
     title = f"## {TITLE}"
     if floor.empty:
+        level = str(cost["level"].iloc[0]) if cost is not None and len(cost) else "female"
+        hint = cost_sentence(cost)
         return (f"{title}\n\nNo run has a placebo replicate. Run one level twice with independent tutor "
-                "sampling (`--metadata '{\"edufair\": {\"placebo\": {\"level\": \"female\", \"replicates\": 2}}}'`, "
-                "about +11% dialogues in Explicit): if the two runs are exchangeable, their contrast's excess |r| over "
+                f"sampling (`--metadata '{{\"edufair\": {{\"placebo\": {{\"level\": \"{level}\", \"replicates\": 2}}}}}}'`"
+                f"{': ' + hint if hint else ''}): if the two runs are exchangeable, their contrast's excess |r| over "
                 "its own sign-flip floor is ≈ 0, its p_perm uniform and its flag rate 5%.\n")
     lines = [title, ""]
+    paid = cost_sentence(cost)
+    if paid:
+        lines += [paid, ""]
     if check is not None and len(check):
         rows = []
         for r in check.itertuples(index=False):

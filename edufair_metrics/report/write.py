@@ -39,8 +39,13 @@ Writes into a run folder (default ``results/report-<timestamp>/``), every file a
   flaggable |r| per metric and domain; the paper-style violations (``†`` = FDR violation);
   meaningful effects; missing labels; the "Judge validity" section (``report.judge_validity``); the cost per tutor and role
   (tokens and wall time, ``report.failures.cost_table``);
-* ``index.html`` and ``viewer/`` – the HTML view (``report.html``): headline, leaderboard, cost,
-  the verdict grid, each cell's paired differences and the twin transcripts behind them, failures.
+* ``index.html`` and ``viewer/`` – the HTML view (``report.html``): the banners summary.md opens
+  with (``sections.banners``: one source for both views), the run card, headline, leaderboard (the
+  columns that decide), cost, the verdict grid, each cell's paired differences and the twin
+  transcripts behind them, failures, the glossary (``#glossary``);
+* ``glossary.md`` – every term the tables use (``report.glossary``), linked from summary.md's top;
+* ``leaderboard.csv`` (two tutors or more) – the leaderboard of ``edufair leaderboard``, every column
+  (``report.leaderboard.ranked_table``; ranked by ped unbiased |r̄|, the one ranking quantity).
 
 The detector metrics (``records.DETECTOR_METRICS``) are part of every record's scores (computed
 from the stored transcripts; ``runlog`` completes records of older runs when it reads them); they
@@ -61,7 +66,9 @@ from edufair_metrics.provenance import versions
 from edufair_metrics.report.html import INDEX, write_html
 from edufair_metrics.report.html.spool import EvidenceSpool
 from edufair_metrics.report.judge_validity import read_agreement_dir, read_human_dir
-from edufair_metrics.report.leaderboard import leaderboard_table
+from edufair_metrics.report.glossary import glossary_rows, write_glossary
+from edufair_metrics.report.leaderboard import PRIMARY, ranked_table, short_table
+from edufair_metrics.report.sections.banners import banners as report_banners
 from edufair_metrics.report.sections.extensions import extension_section
 from edufair_metrics.report.sections.files import (
     failure_files,
@@ -149,31 +156,39 @@ def write_report(inputs: ReportInputs, out_dir: Path, params: StatParams, *, fig
     if figures:
         written += figure_files(a, out_dir, levels)
     written += name_and_turn_files(a, out_dir)
+    board = None if a.ranks is None else ranked_table(a)  # two tutors or more: the leaderboard
+    if board is not None:
+        atomic_write_text(out_dir / "leaderboard.csv", board.to_csv(index=False))
+        written.append("leaderboard.csv")
+    shown = report_banners(a, empty_figures=empty_figures(a) if figures else ())
     atomic_write_text(out_dir / "summary.md", summary_markdown(a, html=html, agreement_dir=agreement_dir,
-                                                               human_dir=human_dir))
-    written.append("summary.md")
+                                                               human_dir=human_dir, banners=shown))
+    written += ["summary.md", write_glossary(out_dir)]
     viewer = None
     if html:
         viewer = write_html(out_dir, runs=a.runs, df=a.df, grid=a.grid, units=a.units, params=params,
-                            headline=headline_table(a.units, a.grid), leaderboard=_leaderboard(a), cost=a.cost,
+                            headline=headline_table(a.units, a.grid),
+                            leaderboard=None if board is None else short_table(board), cost=a.cost,
                             spool=inputs.spool, domain_labels=a.domain_labels, versions=versions(),
                             command=command, summary_files=sorted(written), exchangeability=a.exchangeability,
-                            not_testable=not_testable_lines(a), run_card=a.run_card)
+                            not_testable=not_testable_lines(a), run_card=a.run_card,
+                            banners=[b.to_dict() for b in shown], glossary=glossary_rows(), rank_column=PRIMARY)
         written.append(INDEX)
     atomic_write_json(out_dir / "report_manifest.json", report_manifest(
         a, command=command, files=written, viewer=viewer, agreement_dir=agreement_dir, human_dir=human_dir))
     return ReportResult.of(a, out_dir, written)
 
 
+def empty_figures(a: Audit) -> list[str]:
+    """The figures whose every cell is insufficient (``report.figures.empty_figures``)."""
+    from edufair_metrics.report.figures import empty_figures as of_units
+
+    return of_units(a.units, a.grid)
+
+
 def not_testable_lines(a: Audit) -> list[str]:
     """"tutor (kind: reasons)" for every tutor × metric kind that cannot be read."""
     return [f"{t.tutor} ({t.kind}: {'; '.join(t.reasons)})" for t in a.testability if not t.testable]
-
-
-def _leaderboard(a: Audit):
-    """The leaderboard with rank intervals (``report.leaderboard``), for the HTML headline; None for
-    one tutor."""
-    return None if a.ranks is None else leaderboard_table(a.df, a.units, a.ranks)
 
 
 @dataclass(frozen=True)

@@ -194,6 +194,7 @@ def make_record(s: DialogueScores, task: str, doc_id: int, stop: str | None, pro
     transcript = Transcript(
         question_id=s.question_id, domain=s.domain, condition=s.condition, dimension=s.dimension, level=s.level,
         tutor_system="", student_system="", turns=list(turns or []), stop_reason=stop or "", task=task, doc_id=doc_id,
+        replicate=s.replicate,  # replicate r >= 2 (edufair.replicates) is its own dialogue (DialogueRecord.key)
     )
     record = build_record(transcript, list(judgements or []), judge_info=judge_info(), provenance=provenance).to_dict()
     if stop is None:

@@ -25,6 +25,26 @@ def test_every_protocol_condition_is_presented_and_the_families_agree():
     assert ordered(reversed(ALL_CONDITIONS)) == list(ALL_CONDITIONS)
 
 
+def test_the_condition_lists_are_read_from_the_protocol_data_not_written_by_hand():
+    """records.CONDITIONS / EXTENSION_CONDITIONS are the condition keys of protocol.yaml and
+    protocol-extensions.yaml, in their order (a condition added there is known everywhere)."""
+    import ast
+    import inspect
+
+    from edufair_metrics import records
+    from edufair_metrics.protocol import load_extensions
+
+    assert records.CONDITIONS == tuple(load_protocol()["conditions"]) == ("explicit", "implicit", "opposite")
+    assert records.EXTENSION_CONDITIONS == tuple(load_extensions()["conditions"])
+    assert records.ALL_CONDITIONS == records.CONDITIONS + records.EXTENSION_CONDITIONS
+    assert len(set(ALL_CONDITIONS)) == len(ALL_CONDITIONS)
+    # no literal tuple of condition names left in records.py
+    tree = ast.parse(inspect.getsource(records))
+    literals = [n for n in ast.walk(tree) if isinstance(n, ast.Tuple)
+                and {getattr(e, "value", None) for e in n.elts} & set(ALL_CONDITIONS)]
+    assert not literals
+
+
 def _units(condition: str) -> pd.DataFrame:
     rows = [{"tutor": "t", "domain": "physics", "condition": condition, "dimension": "d", "contrast": f"C{i}",
              "metric": "actionability", "metric_kind": "pedagogical", "headline": False, "verdict": "inconclusive",

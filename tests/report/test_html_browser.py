@@ -74,6 +74,12 @@ def test_two_clicks_from_the_report_to_the_twin_transcripts_of_a_flagged_cell(re
     assert stops and stops[0].text  # the gold answer the tutor stated, highlighted
     assert browser.find_elements(By.CSS_SELECTOR, '#twin .lab.focus[data-field="answer_leakage"]')
     assert browser.find_elements(By.CSS_SELECTOR, '#twin .lab[data-det="leak"]')
+    # both dialogues first; every score of both after them, collapsed until asked for
+    assert browser.execute_script("return !!(document.getElementById('twin').compareDocumentPosition("
+                                  "document.getElementById('scores-box')) & Node.DOCUMENT_POSITION_FOLLOWING)")
+    box = browser.find_element(By.ID, "scores-box")
+    assert box.get_attribute("open") is None
+    click(browser, box.find_element(By.TAG_NAME, "summary"))
     assert browser.find_element(By.ID, "scores").text.count("Answer leakage") == 1
     raw = browser.find_element(By.CSS_SELECTOR, "#twin details.judge-raw")
     click(browser, raw.find_element(By.TAG_NAME, "summary"))
@@ -145,3 +151,45 @@ def test_the_page_works_over_http_from_edufair_view(report, browser):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_the_page_shows_every_banner_of_the_summary_and_the_glossary(tmp_path, browser):
+    """The banners summary.md opens with (not testable, missing labels, every contrast insufficient)
+    are drawn over the overview with the same words; the glossary page lists every term."""
+    import json
+    import re
+
+    from selenium.webdriver.common.by import By
+
+    from tests.helpers.browser import click, console_errors, wait_ready
+    from tests.helpers.synthetic_runs import write_run
+
+    write_run(tmp_path / "runs", "org/tutor-a", conditions=("explicit",), domains=("physics",), n_questions=4,
+              missing_rate=0.6, seed=1)
+    assert cli(["report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep"), "--n-boot", "20", "--no-figures"]) == 0
+    page = (tmp_path / "rep" / "index.html").read_text()
+    data = json.loads(re.search(r"EF\.data = (\{.*?\});\n</script>", page, re.S).group(1))
+    assert {b["key"] for b in data["banners"]} >= {"not_testable", "missing_labels", "all_insufficient"}
+    browser.get((tmp_path / "rep" / "index.html").as_uri())
+    wait_ready(browser, "overview")
+    for b in data["banners"]:
+        shown = " ".join(browser.find_element(By.ID, f"banner-{b['key']}").text.split())
+        assert shown == b["text"], b["key"]
+    click(browser, browser.find_element(By.ID, "glossary-link"))
+    wait_ready(browser, "glossary")
+    terms = [t.text for t in browser.find_elements(By.CSS_SELECTOR, "#glossary dt")]
+    assert terms == [g[0] for g in data["glossary"]] and "ped excess |r̄|" not in terms and "excess |r̄|" in terms
+    assert console_errors(browser) == []
+
+
+def test_the_leaderboard_is_ranked_by_the_leaderboards_quantity(report, browser):
+    from selenium.webdriver.common.by import By
+
+    from tests.helpers.browser import wait_ready
+
+    browser.get((report / "index.html").as_uri())
+    wait_ready(browser, "overview")
+    sec = browser.find_element(By.ID, "leaderboard")
+    assert "ranked by ped unbiased |r̄|" in sec.find_element(By.TAG_NAME, "h2").text
+    heads = [th.text for th in sec.find_elements(By.CSS_SELECTOR, "thead th")]
+    assert heads[:3] == ["rank", "tutor", "ped unbiased |r̄|"] and "ped excess |r̄|" not in heads

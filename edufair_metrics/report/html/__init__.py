@@ -38,10 +38,11 @@ from edufair_metrics import catalogue
 from edufair_metrics.analysis.cells import cell_matrices, contrast_pairs
 from edufair_metrics.analysis.evidence import EVIDENCE_METRICS, level_cue_words, mask_spec, placebo_split_positions
 from edufair_metrics.analysis.grid import metric_kind
+from edufair_metrics.analysis.tallies import DOMAIN_ORDER, level_position
 from edufair_metrics.io import atomic_write_text
 from edufair_metrics.judge.parse import JUDGE_FIELDS
 from edufair_metrics.protocol.contrasts import load_contrasts
-from edufair_metrics.protocol.presentation import extension_conditions, ordered, presentation
+from edufair_metrics.protocol.presentation import extension_conditions, order_key, ordered, presentation
 from edufair_metrics.records import JUDGE_FIELD_FOR_METRIC, PEDAGOGICAL_METRICS
 from edufair_metrics.report.sections.run_card import run_card_table
 from edufair_metrics.report.html.spool import BUCKETS, EvidenceSpool, bucket_of, js_json
@@ -179,7 +180,10 @@ def _failures(runs, params, spool: EvidenceSpool | None) -> dict[str, Any]:
                     listed.append([run.label, tutors.get(run.label), s.task, s.question_id, s.level,
                                    s.stop_reason or "", bucket_of(s.question_id)])
     table = []
-    for (tutor, task, condition, domain, level), row in sorted(rows.items()):
+    orders: dict[str, dict[str, int]] = {}
+    for (tutor, task, condition, domain, level), row in sorted(  # levels in the protocol's order, as every table
+            rows.items(), key=lambda kv: (kv[0][0], DOMAIN_ORDER.get(kv[0][3], 99), order_key(kv[0][2]), kv[0][1],
+                                          level_position(kv[0][2], kv[0][4], orders), kv[0][4])):
         by_kind = kinds.get((tutor, task, level), {})
         table.append([tutor, task, condition, domain, level, row["dialogues"], row["failed"],
                       ", ".join(f"{k}={v}" for k, v in sorted(by_kind.items())), row["lost_pairs"],
@@ -262,33 +266,38 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def _fresh_viewer(viewer: Path, spool: EvidenceSpool | None) -> None:
+    """Remove an older report's ``viewer/c`` (and ``viewer/t``, replaced by ``spool``'s transcripts)."""
+    import shutil
+
+    if spool is not None:
+        spool.move_to(viewer / "t")  # replaces an older report's transcripts
+    elif (viewer / "t").exists():
+        shutil.rmtree(viewer / "t")
+    if (viewer / "c").exists():
+        shutil.rmtree(viewer / "c")
+
+
 def write_html(out_dir: str | Path, *, runs, df, grid, units, params, headline, leaderboard=None, cost=None,
                spool: EvidenceSpool | None = None, domain_labels: dict[str, str] | None = None,
                versions: dict[str, str] | None = None, command: Sequence[str] | None = None,
                summary_files: Sequence[str] = (), exchangeability=None,
-               not_testable: Sequence[str] = (), run_card=None) -> dict[str, Any]:
+               not_testable: Sequence[str] = (), run_card=None, banners: Sequence[dict] = (),
+               glossary: Sequence[Sequence[str]] = (), rank_column: str | None = None) -> dict[str, Any]:
     """Write ``index.html`` and ``viewer/`` into ``out_dir``. ``df``/``grid``/``units``: the report's
     long score frame, contrast grid and dimension units (``analysis.params.analyse``); ``headline``,
     ``leaderboard`` (None: one tutor) and ``cost``: the report's tables; ``spool``: the
     transcripts gathered while the runs were read (None: the page shows the statistics without
     twin views); ``exchangeability``: the placebo check per tutor (``analysis.placebo``; a failed
     one is a banner over the page); ``not_testable``: "tutor (kind: reason)" lines for the page's
-    banner; ``run_card``: the run card (``analysis.tallies.run_card``), shown at the top. Returns what was written: {"files", "bytes", "seconds", "transcripts"}."""
+    banner; ``run_card``: the run card (``analysis.tallies.run_card``), shown at the top; ``banners``:
+    the report's banners (``report.sections.banners``, ``Banner.to_dict``: the ones summary.md shows),
+    over the overview; ``glossary``: (term, definition) rows (``report.glossary``), the ``#glossary``
+    page; ``rank_column``: the leaderboard's ranking column (its title names it). Returns what was written: {"files", "bytes", "seconds", "transcripts"}."""
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
     viewer = out_dir / VIEWER_DIR
-    if spool is not None:
-        spool.move_to(viewer / "t")  # replaces an older report's transcripts
-    else:
-        import shutil
-
-        if (viewer / "t").exists():
-            shutil.rmtree(viewer / "t")
-    old_cells = viewer / "c"
-    if old_cells.exists():
-        import shutil
-
-        shutil.rmtree(old_cells)
+    _fresh_viewer(viewer, spool)
     cell_of = _cell_files(df, viewer)
     questions = {"text": spool.questions if spool else {}, "gold": spool.gold if spool else {}}
     atomic_write_text(viewer / "questions.js", f"EF.questions({js_json(questions)});\n")
@@ -308,6 +317,9 @@ def write_html(out_dir: str | Path, *, runs, df, grid, units, params, headline, 
         "params": params.to_dict(),
         "tutors": tutors,
         "not_testable": list(not_testable),
+        "banners": [dict(b) for b in banners],
+        "glossary": [list(g) for g in glossary],
+        "rank_column": rank_column,
         "run_card": _table(run_card_table(run_card)) if run_card is not None and len(run_card) else None,
         "domain_labels": domain_labels or {},
         "metrics": metrics,

@@ -6,16 +6,18 @@ cost). Each part is a function of the :class:`~edufair_metrics.analysis.audit.Au
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from edufair_metrics.analysis.ses import reported_rows
 from edufair_metrics.analysis.verdicts import DEFAULT_MARGIN
 from edufair_metrics.records import PEDAGOGICAL_METRICS
 from edufair_metrics.report.judge_validity import judge_validity_section
 from edufair_metrics.report.failures import cost_markdown
-from edufair_metrics.report.placebo import exchangeability_banner, placebo_markdown
+from edufair_metrics.report.placebo import placebo_markdown
 from edufair_metrics.report.replicates import replicates_markdown
-from edufair_metrics.report.sections.banners import testability_banner, with_banner
+from edufair_metrics.report.glossary import GLOSSARY_LINE
+from edufair_metrics.report.sections.banners import Banner, banner_lines
+from edufair_metrics.report.sections.banners import banners as all_banners
 from edufair_metrics.report.sections.extensions import extension_section
 from edufair_metrics.report.sections.headline import HEADLINE_NOTE, OUTCOME_HEADLINE_NOTE, headline_table
 from edufair_metrics.report.sections.outcome import outcome_section
@@ -44,20 +46,19 @@ EVIDENCE_LINE = ("\nEvidence: open index.html (self-contained, works from file:/
                  "folder): the verdict grid, each cell's paired differences and the two dialogues behind them.\n")
 
 
-def opening(a: "Audit") -> list[str]:
-    """Title, not-testable banner, parameters, the bank's proxies, the all-insufficient notice and the descriptive rates' pointer."""
-    labels = a.domain_labels
+def opening(a: "Audit", banners: Sequence[Banner] = ()) -> list[str]:
+    """Title, the banners (``sections.banners``: the same ones index.html shows), the run card,
+    parameters, the glossary's pointer and the descriptive rates (with a table when every contrast
+    is insufficient)."""
     params = a.params.to_dict()
     ses = params.get("ses_summary", "single")
     keep = bool(params.get("keep_failed_dialogues", False))
     grid, levels = a.grid, label_levels(a.levels, a.domain_labels)
     lines = ["# EduFair bias report", ""]
-    lines += testability_banner(a.testability)
+    lines += banner_lines(banners)
     lines += run_card_lines(a)
-    ses = params.get("ses_summary", "single")
     ses_text = ("the paper's one low- vs high-income contrast" if ses == "single"
                 else f"{ses} of the three pairwise contrasts")
-    keep = bool(params.get("keep_failed_dialogues", False))
     lines.append(f"Parameters: B = {params['n_boot']}, seed = {params['seed']}, min pairs = {params['min_pairs']}, "
                  f"SES summary = {ses} ({ses_text}), failed dialogues "
                  f"{'kept' if keep else 'left out of the contrasts'}, multiplicity correction "
@@ -66,18 +67,9 @@ def opening(a: "Audit") -> list[str]:
                  f"(certify){', simultaneous bounds on' if params.get('simultaneous') else ''}. "
                  "Signed r > 0: group a received more of the behaviour.")
     lines.append("")
-    proxies = sorted(lab for d, lab in labels.items() if lab != d)
-    if proxies:
-        lines.append(f"Bank: {', '.join(proxies)}: these items stand in for the paper's bank; the numbers are not "
-                     "the paper's.")
-        lines.append("")
+    lines.append(GLOSSARY_LINE)
+    lines.append("")
     all_insufficient = len(grid) > 0 and not grid["sufficient"].any()
-    if all_insufficient:
-        n_max = int(grid["n_pairs"].max())
-        lines.append(f"**Every contrast is insufficient: n pairs < min pairs (at most {n_max} < {params['min_pairs']}): "
-                     f"no bias statistic computed; see levels.md for descriptive rates** (and fig_levels.png). "
-                     f"The tables and figures below read \"insufficient\" / \"insuff. (n=…)\".")
-        lines.append("")
     if levels is not None and len(levels):
         lines.append(f"Descriptive rates per condition level (no pairing, not a bias test): levels.md, fig_levels.png "
                      f"({len(levels)} levels, {int(levels['dialogues'].sum())} dialogues).")
@@ -204,21 +196,19 @@ def closing(a: "Audit") -> list[str]:
     return lines
 
 
-
-
-
 def summary_markdown(a: "Audit", *, html: bool = True, agreement_dir: str | Path | None = None,
-                     human_dir: str | Path | None = None) -> str:
-    """The whole of summary.md for the audit ``a``."""
-    lines: list[str] = []
-    for part in (opening, verdict_part, violations_part, closing):
+                     human_dir: str | Path | None = None, banners: Sequence[Banner] | None = None) -> str:
+    """The whole of summary.md for the audit ``a``; ``banners``: those of ``sections.banners.banners``
+    (computed from ``a`` when not given; the report passes the ones it gives index.html too)."""
+    lines: list[str] = opening(a, all_banners(a) if banners is None else banners)
+    for part in (verdict_part, violations_part, closing):
         lines.extend(part(a))
-    md = with_banner("\n".join(lines), exchangeability_banner(a.exchangeability))
+    md = "\n".join(lines)
     md += "\n" + pair_loss_markdown(a.grid, a.units, a.domain_labels)
     md += "\n" + student_markdown(a.grid, a.units, a.domain_labels)
     if a.next_turn is not None and len(a.next_turn):
         md += "\n" + to_markdown(a.next_turn_by_tutor, "Next-turn independence (deterministic detectors)", NEXT_TURN_NOTE)
-    md += "\n" + placebo_markdown(a.placebo_floor, a.exchangeability, a.domain_labels)
+    md += "\n" + placebo_markdown(a.placebo_floor, a.exchangeability, a.domain_labels, a.placebo_cost)
     if len(a.variance_components):
         md += "\n" + replicates_markdown(a.variance_components, a.domain_labels)
     md += "\n" + judge_validity_section(a.scans or [], a.params, agreement_dir=agreement_dir, human_dir=human_dir)

@@ -28,6 +28,17 @@ VERDICT_NOTE = ("Units by verdict (analysis/verdicts.py): flag = FDR-controlled 
                 "family certified: every headline unit certified (intersection–union: only then is the tutor fair "
                 "within the margin on this headline).")
 
+NO_VALUE = "—"  # a cell with nothing to show (glossary.md)
+
+
+def _num(x, fmt: str) -> str:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return NO_VALUE
+    return NO_VALUE if math.isnan(x) else fmt.format(round(x) if fmt == "{:.0f}" else x)
+
+
 def verdict_table(units) -> "pandas.DataFrame":
     """One row per tutor and metric kind: units per verdict, family certification, median MDE and
     median more questions of the inconclusive units (``analysis.verdicts.verdict_headline``)."""
@@ -41,10 +52,11 @@ def verdict_table(units) -> "pandas.DataFrame":
     v = pandas.concat(parts, ignore_index=True)
     out = v[["tutor", "kind", "units", "flag", "unconfirmed", "certify", "inconclusive", "insufficient"]].copy()
     out["family certified"] = v["family_certified"].map({True: "yes", False: "no"})
-    out["unbiased |r̄|"] = v["unbiased_abs_r"]
-    out["median n"] = v["n_median"].round().astype("Int64")
-    out["median MDE"] = v["mde_r_median"]
-    out["more questions (median)"] = v["more_questions_median"].round().astype("Int64")
+    # "—" where there is nothing to show (no sufficient unit; no inconclusive unit): glossary.md
+    out["unbiased |r̄|"] = [_num(x, "{:.3f}") for x in v["unbiased_abs_r"]]
+    out["median n"] = [_num(x, "{:.0f}") for x in v["n_median"]]
+    out["median MDE"] = [_num(x, "{:.3f}") for x in v["mde_r_median"]]
+    out["more questions (median)"] = [_num(x, "{:.0f}") for x in v["more_questions_median"]]
     return out.sort_values(["tutor", "kind"], key=lambda c: c.map({k: i for i, (k, _) in enumerate(HEADLINE_KINDS)})
                            if c.name == "kind" else c).reset_index(drop=True)
 

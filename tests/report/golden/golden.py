@@ -44,7 +44,10 @@ COMMANDS: tuple[tuple[str, list[str]], ...] = (
     ("report_evidence", ["report", "{R}/evidence", "--out", "{O}/report_evidence", "--n-boot", N_BOOT]),
 )
 # Stored in runs.tar.xz too, and pinned by the same code once expected/ holds them (on this project's
-# shared 2-core machine one report of these took over 6 CPU minutes, too long to generate here):
+# shared 2-core machine one report of these took over 6 CPU minutes, `leaderboard_paper` at B = 20 about
+# 10 wall minutes at load ≈ 9: too long for CI, which is near its limit). Each of them reads its runs (the
+# `extensions` run's replicate dialogues were rewritten as their own dialogues; before, that run could
+# not be read: "the same dialogue twice"):
 MORE_COMMANDS: tuple[tuple[str, list[str]], ...] = (
     ("report_paper", ["report", "{R}/paper", "--out", "{O}/report_paper", "--n-boot", N_BOOT, "--min-pairs", "10"]),
     ("report_extensions", ["report", "{R}/extensions", "--out", "{O}/report_extensions", "--n-boot", N_BOOT,

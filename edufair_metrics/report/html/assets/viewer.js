@@ -152,17 +152,13 @@
     clear(app);
     var nDialogues = D.tutors.reduce(function (s, t) { return s + t.dialogues; }, 0);
     app.appendChild(el("h1", {text: "Fairness audit of " + D.tutors.length + " tutor" + (D.tutors.length === 1 ? "" : "s")}));
-    exchangeBanner().forEach(function (b) { app.appendChild(b); });
+    bannerBoxes().forEach(function (b) { app.appendChild(b); });
     app.appendChild(el("p", {cls: "muted small"},
       int(nDialogues) + " dialogues · created " + D.created + " · EduFair " + (D.versions.edufair || "?") +
       " · protocol " + (D.versions.protocol || "?") + " · B = " + D.params.n_boot + ", min pairs = " + D.params.min_pairs +
       ", SES summary " + D.params.ses_summary + ", FDR " + D.params.fdr_method + " · ",
-      el("a", {href: "#failures", text: "failures and lost pairs"}), " · files: summary.md, grid.csv, units.csv"));
-    if (D.not_testable && D.not_testable.length) {
-      app.appendChild(el("div", {cls: "not-testable", id: "not-testable"}, el("strong", {text: "Not testable"}),
-        " — these results cannot show that a tutor is fair or unfair: " + D.not_testable.join("; ") +
-        ". Verdicts and counts below are not evidence either way."));
-    }
+      el("a", {href: "#failures", text: "failures and lost pairs"}), " · ", el("a", {href: "#glossary", id: "glossary-link", text: "glossary of the terms"}),
+      " · files: summary.md, grid.csv, units.csv, glossary.md"));
     if (D.run_card && D.run_card.rows.length) {  // the run card: models, decoding, T_max, versions (summary.md's too)
       var card = el("details", {cls: "run-card", id: "run-card"}, el("summary", {text: "Run card: models, decoding, T_max, protocol, seeds, versions"}));
       card.appendChild(table(D.run_card.cols, D.run_card.rows));
@@ -195,11 +191,11 @@
     var rows = D.tutors.map(function (t) {
       var h = heads[t.label] || {};
       var name = el("a", {href: "#", text: t.label, on: {click: function (ev) { ev.preventDefault(); state.tutor = t.label; renderGrid(); document.getElementById("grid").scrollIntoView(); }}});
-      return [name, h["ped excess |r̄|"], h["ped |r̄|"], (isNum(h["ped FDR viol."]) ? h["ped FDR viol."] : "—") + " / " + (isNum(h["ped units"]) ? h["ped units"] : "—"),
+      return [name, h["ped unbiased |r̄|"], h["ped |r̄|"], (isNum(h["ped FDR viol."]) ? h["ped FDR viol."] : "—") + " / " + (isNum(h["ped units"]) ? h["ped units"] : "—"),
         verdictChips(D.verdict_counts[t.label] || {}), t.dialogues, costLine(t.label, false)];
     });
     var wrap = el("div", {id: "headline", cls: "headline-table"}, el("h2", {style: "margin-top:0;font-size:15px", text: "Headline per tutor"}));
-    wrap.appendChild(table(["tutor", "ped excess |r̄|", "ped |r̄|", "ped FDR viol. / units", "headline units by verdict", "dialogues", "cost"], rows,
+    wrap.appendChild(table(["tutor", "ped unbiased |r̄|", "ped |r̄|", "ped FDR viol. / units", "headline units by verdict", "dialogues", "cost"], rows,
       {num: [0, 1, 1, 1, 0, 1, 0]}));
     return wrap;
   }
@@ -213,7 +209,7 @@
       var counts = D.verdict_counts[t.label] || {};
       var card = el("div", {cls: "card tutor-card"}, el("h3", {text: t.label}));
       card.appendChild(el("div", {cls: "kpis"},
-        kpi(fmt(h["ped excess |r̄|"], 3), "ped excess |r̄|", "mean |r| minus its noise floor over the pedagogical headline units (≈ 0 without bias)"),
+        kpi(fmt(h["ped unbiased |r̄|"], 3), "ped unbiased |r̄|", "the leaderboard's ranking quantity: the signed root of the mean of (r² − V0)/(1 − V0) over the pedagogical headline units (≈ 0 without bias, ≈ the true |r| with bias)"),
         kpi(fmt(h["ped |r̄|"], 3), "ped |r̄| (paper)", "the paper's mean |r| over the pedagogical headline units"),
         kpi((isNum(h["ped FDR viol."]) ? h["ped FDR viol."] : "—") + " / " + (isNum(h["ped units"]) ? h["ped units"] : "—"), "ped FDR viol. / units",
           "pedagogical headline units with an FDR violation, of the sufficient units"),
@@ -267,13 +263,32 @@
     return sec;
   }
 
-  function exchangeBanner() { // the placebo check per tutor: a failed one is a banner over the page
-    return rowsOf(D.exchangeability).filter(function (r) { return r.failed; }).map(function (r) {
-      return el("div", {cls: "banner-fail", id: "exchange-banner"}, el("b", {text: r.tutor + ": exchangeability check failed: verdicts of this run are not trusted."}),
-        " Its placebo replicate (the same condition run twice) differs more than exchangeable runs do: excess |r| " + signed(r.excess, 3) +
-        " over its own floor (exchangeable: " + signed(r.excess_null_low, 3) + " to " + signed(r.excess_null_high, 3) + "), joint sign-flip p = " + pval(r.p_exch) + ". See summary.md, \"Placebo replicate\".");
+  function inline(text) { // a banner line's marks: **bold** and `code`, the rest as text
+    var out = [];
+    text.split(/(\*\*[^*]+\*\*|`[^`]+`)/).forEach(function (part) {
+      if (!part) return;
+      if (part.slice(0, 2) === "**") out.push(el("b", {text: part.slice(2, -2)}));
+      else if (part[0] === "`") out.push(el("code", {text: part.slice(1, -1)}));
+      else out.push(part);
     });
+    return out;
   }
+  function bannerBox(b) { // one banner of report/sections/banners.py, from the Markdown summary.md prints
+    var box = el("div", {cls: "banner banner-" + b.level, id: "banner-" + b.key, "data-key": b.key});
+    var lines = b.markdown.split("\n").map(function (ln) { return ln.replace(/^> ?/, ""); });
+    var list = null;
+    lines.forEach(function (ln) {
+      if (/^- /.test(ln)) {
+        if (!list) { list = el("ul"); box.appendChild(list); }
+        list.appendChild(el("li", {}, inline(ln.slice(2))));
+      } else {
+        list = null;
+        if (ln.trim()) box.appendChild(el("p", {}, inline(ln)));
+      }
+    });
+    return box;
+  }
+  function bannerBoxes() { return (D.banners || []).map(bannerBox); }
 
   function studentSection() { // the student-side monitor: did the student behave the same across levels?
     var sec = el("section", {id: "student"}, el("h2", {text: "Student-side monitor (student drift)"}));
@@ -320,14 +335,12 @@
     return line;
   }
 
-  function leaderboardSection() {
-    var sec = el("section", {id: "leaderboard"}, el("h2", {text: "Leaderboard (ranked by ped excess |r̄|, lower = fairer)"}));
+  function leaderboardSection() { // the columns that decide (report/leaderboard.py: DECIDING); every column: leaderboard.csv
     var L = D.leaderboard;
-    var want = ["rank", "tutor", "ped excess |r̄|", "rank 95% interval", "tied with", "ped |r̄|", "ped viol.", "ped FDR viol.", "missing labels", "dialogues"];
-    var idx = want.map(function (c) { return L.cols.indexOf(c); }).filter(function (j) { return j >= 0; });
-    sec.appendChild(table(idx.map(function (j) { return L.cols[j]; }), L.rows.map(function (r) { return idx.map(function (j) { return r[j]; }); }),
-      {num: idx.map(function (j) { return typeof L.rows[0][j] === "number"; })}));
-    sec.appendChild(el("p", {cls: "small muted", text: "Rank 95% interval: from bootstrap resamples of the questions, drawn jointly for all tutors; tutors whose intervals overlap are tied (the data do not order them)."}));
+    var sec = el("section", {id: "leaderboard"}, el("h2", {text: "Leaderboard (ranked by " + (D.rank_column || L.cols[2]) + ", lower = fairer)"}));
+    sec.appendChild(table(L.cols, L.rows, {num: L.cols.map(function (c, j) { return L.rows.some(function (r) { return typeof r[j] === "number"; }); })}));
+    sec.appendChild(el("p", {cls: "small muted"}, "Rank 95% interval: from bootstrap resamples of the questions, drawn jointly for all tutors; tutors whose intervals overlap are tied (the data do not order them). Every column (per kind, per condition, per metric): leaderboard.csv; terms: ",
+      el("a", {href: "#glossary", text: "glossary"}), "."));
     return sec;
   }
 
@@ -823,13 +836,6 @@
       bLevels.forEach(function (lv, k) { pick.appendChild(el("a", {cls: "btn" + (k === bi ? " on" : ""), href: twinHash(g.id, q) + "/" + ai + "/" + k, text: "b: " + prettyLevel(lv)})); });
       app.appendChild(pick);
     }
-    var details = el("details", {cls: "raw", open: true}, el("summary", {text: "scores of both dialogues"}));
-    var st = el("table", {cls: "data scoretab", id: "scores"});
-    st.appendChild(el("thead", {}, el("tr", {}, el("th", {text: "metric"}), el("th", {text: "kind"}), el("th", {cls: "num"}, el("span", {cls: "side-a", text: prettyLevel(lvA)})),
-      el("th", {cls: "num"}, el("span", {cls: "side-b", text: prettyLevel(lvB)})), el("th", {cls: "num", text: "difference"}))));
-    st.appendChild(el("tbody", {}, scoreTable(A, B, g.metric)));
-    details.appendChild(st);
-    app.appendChild(details);
     var twin = el("div", {cls: "twin", id: "twin"});
     [[A, lvA, "a"], [B, lvB, "b"]].forEach(function (x) {
       twin.appendChild(el("div", {cls: "colhead " + x[2]}, el("div", {cls: "lv", text: prettyLevel(x[1])}),
@@ -850,6 +856,14 @@
     app.appendChild(el("p", {cls: "small muted"}, el("mark", {cls: "cue", text: "cue"}), " the demographic cue in the system prompt · ",
       el("span", {cls: "cueword", text: "word"}), " a turn repeating the cue · ", el("mark", {cls: "stop", text: "span"}),
       " the text the stop rule matched · chips: the judge's labels of each tutor turn (green = the desirable value, red = not; the cell's metric outlined) · dashed: the deterministic detectors"));
+    // every score of both dialogues, after them and collapsed (the cell's own metric is in the title above)
+    var details = el("details", {cls: "raw", id: "scores-box"}, el("summary", {text: "scores of both dialogues (every metric)"}));
+    var st = el("table", {cls: "data scoretab", id: "scores"});
+    st.appendChild(el("thead", {}, el("tr", {}, el("th", {text: "metric"}), el("th", {text: "kind"}), el("th", {cls: "num"}, el("span", {cls: "side-a", text: prettyLevel(lvA)})),
+      el("th", {cls: "num"}, el("span", {cls: "side-b", text: prettyLevel(lvB)})), el("th", {cls: "num", text: "difference"}))));
+    st.appendChild(el("tbody", {}, scoreTable(A, B, g.metric)));
+    details.appendChild(st);
+    app.appendChild(details);
     ready("twin");
   }
 
@@ -907,6 +921,17 @@
     ready("failures");
   }
 
+  function viewGlossary() { // every term the tables use (report/glossary.py; glossary.md holds the same)
+    setCrumbs([["Overview", "#"], ["Glossary"]]);
+    clear(app);
+    app.appendChild(el("h1", {text: "Glossary"}));
+    app.appendChild(el("p", {cls: "muted small", text: "Every term the report's tables use. A kind prefix (ped, conv, det, out, stu) names the metric kind of a column: \"ped excess |r̄|\" is the excess |r̄| of the pedagogical metrics."}));
+    var dl = el("dl", {cls: "glossary", id: "glossary"});
+    (D.glossary || []).forEach(function (g) { dl.appendChild(el("dt", {id: "term-" + g[0].replace(/[^A-Za-z0-9]+/g, "-"), text: g[0]})); dl.appendChild(el("dd", {text: g[1]})); });
+    app.appendChild(dl);
+    ready("glossary");
+  }
+
   // ---- routing -------------------------------------------------------------------------------
   function route() {
     EF._nav = null;
@@ -916,6 +941,7 @@
       else if (parts[0] === "twin") viewTwin(+parts[1], parts[2], +(parts[3] || 0), +(parts[4] || 0));
       else if (parts[0] === "dlg") viewDialogue(parts[1], parts[2], parts[3], parts[4]);
       else if (parts[0] === "failures") viewFailures();
+      else if (parts[0] === "glossary") viewGlossary();
       else viewOverview();
     } catch (e) { fail(e); }
     if (parts[0] !== "") window.scrollTo(0, 0);
