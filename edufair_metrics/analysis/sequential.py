@@ -23,21 +23,45 @@ fixed-n level under optional stopping):
   to err: at most α;
 * the CI gate: its pass bound (non-inferiority) and its fail bound, each one-sided at level α.
 
-Spending function: linear, ``α(t) = α·t`` (Hwang–Shih–DeCani with γ = 0; Lan & DeMets 1983) for
-all three, ``t`` = questions so far / the questions the budget allows (capped at 1). Why not
-O'Brien–Fleming-type ``2 − 2Φ(z_{1−α/2}/√t)``, which the first version used (and which
-:func:`boundaries` still offers, ``spending="obf"``): it spends almost nothing before t ≈ 0.5, so
-the certification of a fair tutor, whose evidence grows only as M·√n (the TOST has no drift at
-ρ = 0), could not stop before late looks: 17% fewer dialogues than the fixed-n plan on a clearly
-fair tutor, and a clearly biased tutor was flagged no earlier than by the fixed n its own
-decision needs. Linear spending gives early looks a usable level (the first of ten looks 0.005,
-the last ≈ 0.02 one-sided) and costs final-look power, which the audit's budget buys back: a
-sequential maximum ~1.2x the fixed-n plan (the classical sample-size inflation; ``tests/analysis/
-sim_sequential.py`` measures both audits at the same decision probability). More aggressive
-early spending (Pocock-type) loses more at the planning point than it gains on clear cases;
-γ between −2 and 0 and 5–20 looks change the fair tutor's saving by a few points only (the
-equivalence test at ρ = 0 has little to gain: its classical average-sample-number saving at the
-same decision probability is ~20–25%).
+Spending functions (:class:`Spending`; ``t`` = questions so far / the questions the budget
+allows, capped at 1), one per error rate, each a Lan–DeMets spending function (Lan & DeMets 1983),
+so each rate stays at most α however the looks fall (a look with nothing to spend cannot stop):
+
+* flags (:data:`FLAG_SPENDING`): O'Brien–Fleming type ``2 − 2Φ(z_{1−α/2}/√t)``, two-sided, so α/2
+  per sign in total, as the fixed-n two-sided test. It spends almost nothing early (two-sided
+  1.2e-5 by t = 0.2, 0.0019 by 0.4) and 0.044 of its 0.05 in the second half, so (i) only an
+  overwhelming bias is flagged early (a clearly biased tutor, r = 0.3, still stops at ~30% of
+  the budget), and (ii) a fair tutor, which certifies and stops before the late looks in most
+  runs, has had little flag α spent on it: false flags 4.2% vs the fixed-n audit's 5.0% in the
+  normal model (``tests/analysis/design_sequential.py``); linear flag spending gave 4.7% and
+  certified a fair tutor only 93.9% (its early flag α took runs the certification would have).
+* each TOST side (:data:`CERTIFY_SPENDING`): the power family ``α·u^ρ`` (Kim & DeMets 1987;
+  Jennison & Turnbull 2000, §7.3) with ρ = 1/2 on ``u = (t − 0.3)/0.7``: nothing before 30% of the
+  budget, then front-loaded. The TOST at ρ = 0 has no drift: its evidence grows only as
+  M·√n/√V0, and it can certify at a look only once M/se exceeds the look's z, i.e. after ~30% of
+  a budget sized as below (M/se ≈ 2.2 at 30% of 1.15x the plan); α spent on earlier looks is
+  spent on paths that cannot certify (the other side still fails) and is lost to the later
+  looks, which is what held the first, linear version to 29% fewer dialogues. From the start the
+  ρ = 1/2 front-loading gives the looks that can certify a fair tutor most of α (the spent α at
+  u = 1/4 is already α/2; of 20 looks, the first past the start has a one-sided level of
+  0.013, the last 0.016), which is what lets it stop early. The look schedule thus starts at
+  ~30% of the budget whatever ``--batch`` is (looks before spend nothing and cannot decide).
+* each bound of the CI gate (:data:`GATE_SPENDING`): linear ``α·t``, unchanged (the gate
+  decides from 50 shared questions on; its benchmark was measured with it).
+
+The design was chosen in the normal model (``tests/analysis/design_sequential.py``, 20 looks,
+margin 0.15, the fixed-n plan 826 questions for 80% at ρ = 0.05) and is what ``edufair plan``'s
+size x 1.15 (the classical maximum-size inflation that buys back the last look's power) as
+``--budget`` means: at ρ = 0 it certifies 95.0% (fixed n: 95.0%) with 38% fewer dialogues; at the
+planning point ρ = 0.05 it certifies 76.3% (fixed n: 76.2%) with 30% fewer; it falsely certifies
+at ρ = M 4.5% (fixed n: 3.7%, both at most α; the fixed n's is lower only because its n flags a
+tutor at the margin 96% of the time, and a flagged unit is not certified), and a clearly biased
+tutor (0.3) is flagged after 32% of the plan. Alternatives measured there: linear certification
+from t = 0, 10–40 looks, starts 0.25–0.4, ρ 0.25–1.5, inflation 1.0–1.4: later starts and larger
+ρ certify more at the planning point and save less; earlier starts or ρ < 1/2 save ~1 point more
+and certify a fair tutor less often than the fixed n; 10 looks save 2 points less than 20 (the
+audit's default batch of 20 questions gives more looks than that). ``sim_sequential.py`` measures
+the design on the audit's own verdicts.
 
 Boundaries: ``c_k`` on the z scale solve ``P(no crossing at looks < k, crossing at k) = α(t_k) −
 α(t_{k−1})`` under H0 (Brownian motion in information time, recursive numerical integration,
@@ -58,25 +82,65 @@ import numpy as np
 from edufair_metrics.errors import EduFairError
 
 GRID_POINTS = 1201  # points of the numerical integration on the score scale
-SPENDING = ("obf", "linear")
-# the audit's spending functions (module docstring: why linear, and what O'Brien–Fleming would cost)
-FLAG_SPENDING = "linear"  # flags, two-sided: α·t (Hwang–Shih–DeCani γ = 0)
-CERTIFY_SPENDING = "linear"  # each TOST side and each gate bound, one-sided: α·t
+SPENDING = ("obf", "linear", "power")
 
 
-def spent(t: float, alpha: float, spending: str = "obf") -> float:
-    """α spent by information fraction ``t`` (module docstring): ``obf`` = O'Brien–Fleming-type
-    Lan–DeMets ``2 − 2Φ(z_{1−α/2}/√t)`` (two-sided α), ``linear`` = ``α·t``."""
-    from scipy.stats import norm
+@dataclass(frozen=True)
+class Spending:
+    """A Lan–DeMets spending function ``α(t)`` on the information fraction ``t`` (module docstring):
+    ``kind`` ``obf`` = O'Brien–Fleming type ``2 − 2Φ(z_{1−α/2}/√u)``, ``power`` = Kim–DeMets
+    ``α·u^rho`` (``rho`` = 1: linear), on ``u = (t − start) / (1 − start)``: nothing is spent at or
+    before ``start`` (a look there can never stop), all of α by ``t`` = 1."""
 
-    if spending not in SPENDING:
+    kind: str = "obf"
+    start: float = 0.0
+    rho: float = 1.0
+
+    def __post_init__(self):
+        if self.kind not in ("obf", "power"):
+            raise EduFairError(f"unknown spending function {self.kind!r} (one of: {', '.join(SPENDING)})")
+        if not 0 <= self.start < 1 or not self.rho > 0:
+            raise EduFairError(f"a spending function needs 0 <= start < 1 and rho > 0, got {self.start}, {self.rho}")
+
+    def __call__(self, t: float, alpha: float) -> float:
+        from scipy.stats import norm
+
+        if t <= self.start:
+            return 0.0
+        u = (min(1.0, float(t)) - self.start) / (1 - self.start)
+        if self.kind == "power":
+            return float(alpha * u ** self.rho)
+        return float(2 - 2 * norm.cdf(norm.ppf(1 - alpha / 2) / math.sqrt(u)))
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+NAMED = {"obf": Spending("obf"), "linear": Spending("power", 0.0, 1.0)}
+# the audit's spending functions (module docstring: why these, and what the others cost)
+FLAG_SPENDING = Spending("obf")  # flags, two-sided (α/2 per sign, as the fixed-n Wilcoxon test)
+FIRST_CERTIFY_FRACTION = 0.3  # no certification α is spent before 30% of the budget
+CERTIFY_SPENDING = Spending("power", start=FIRST_CERTIFY_FRACTION, rho=0.5)  # each TOST side, one-sided
+GATE_SPENDING = NAMED["linear"]  # each bound of the CI gate, one-sided: α·t
+
+
+def _spending(spending) -> Spending:
+    if isinstance(spending, Spending):
+        return spending
+    if spending not in NAMED:
         raise EduFairError(f"unknown spending function {spending!r} (one of: {', '.join(SPENDING)})")
+    return NAMED[spending]
+
+
+def spent(t: float, alpha: float, spending="obf") -> float:
+    """α spent by information fraction ``t`` (module docstring): ``obf`` = O'Brien–Fleming-type
+    Lan–DeMets ``2 − 2Φ(z_{1−α/2}/√t)`` (two-sided α), ``linear`` = ``α·t``, or a
+    :class:`Spending`."""
     if t <= 0:
         return 0.0
-    t = min(1.0, float(t))
-    if spending == "linear":
-        return float(alpha * t)
-    return float(2 - 2 * norm.cdf(norm.ppf(1 - alpha / 2) / math.sqrt(t)))
+    return _spending(spending)(t, alpha)
 
 
 def obf_spent(t: float, alpha: float) -> float:
@@ -95,15 +159,16 @@ class Look:
     nominal_alpha: float
 
 
-def boundaries(fractions: Sequence[float], alpha: float = 0.05, *, spending: str = "obf", sides: int = 2) -> list[Look]:
+def boundaries(fractions: Sequence[float], alpha: float = 0.05, *, spending="obf", sides: int = 2) -> list[Look]:
     """The looks at increasing information ``fractions`` (each in (0, 1]) of a test at level
     ``alpha`` (two-sided for ``sides`` = 2: reject at |Z_k| >= c_k; one-sided for 1: Z_k >= c_k)
-    spending ``spending`` (see the module docstring)."""
+    spending ``spending`` (a name of :data:`SPENDING` or a :class:`Spending`; module docstring)."""
     from scipy.optimize import brentq
     from scipy.stats import norm
 
     if sides not in (1, 2):
         raise EduFairError(f"sides must be 1 or 2, got {sides!r}")
+    spending = _spending(spending)
     fr = [float(f) for f in fractions]
     if not fr:
         return []
@@ -158,14 +223,25 @@ def nominal_levels(fractions: Sequence[float], alpha: float = 0.05) -> list[floa
 
 
 def certify_looks(fractions: Sequence[float], alpha: float = 0.05) -> list[Look]:
-    """Each look's one-sided boundary and level for each side of the TOST (and the gate's
-    bounds): linear spending of ``alpha`` (:data:`CERTIFY_SPENDING`; module docstring)."""
+    """Each look's one-sided boundary and level for each side of the TOST
+    (:data:`CERTIFY_SPENDING`; module docstring)."""
     return boundaries(fractions, alpha, spending=CERTIFY_SPENDING, sides=1)
 
 
 def certify_levels(fractions: Sequence[float], alpha: float = 0.05) -> list[float]:
     """Each look's nominal one-sided level of each TOST side (:func:`certify_looks`)."""
     return [look.nominal_alpha for look in certify_looks(fractions, alpha)]
+
+
+def gate_looks(fractions: Sequence[float], alpha: float = 0.05) -> list[Look]:
+    """Each look's one-sided boundary and level for each bound of the CI gate
+    (:data:`GATE_SPENDING`, linear)."""
+    return boundaries(fractions, alpha, spending=GATE_SPENDING, sides=1)
+
+
+def design() -> dict:
+    """The audit's spending functions, as ``audit.json`` records them (a resume must match them)."""
+    return {"flag": FLAG_SPENDING.to_dict(), "certify": CERTIFY_SPENDING.to_dict(), "gate": GATE_SPENDING.to_dict()}
 
 
 # ---- one look of an audit -----------------------------------------------------------------------
@@ -235,18 +311,22 @@ def look_decision(df, *, nominal_alpha: float, params, until: str, kind: str = "
     if until not in UNTIL:
         raise EduFairError(f"--until must be one of {', '.join(UNTIL)}, got {until!r}")
     questions = int(df["question_id"].nunique()) if len(df) else 0
-    if not len(df) or nominal_alpha <= 0:
+    cert_level = nominal_alpha if certify_alpha is None else certify_alpha
+    if not len(df) or (nominal_alpha <= 0 and cert_level <= 0):  # a look that can never stop
         return LookDecision(questions, nominal_alpha, 0, 0, 0, False, "open")
+    # a look with nothing to spend on flags (level 0) may still certify: its grid at the
+    # certification's level, and no unit flagged
     grid = contrast_grid(df, n_boot=params.n_boot, seed=params.seed, min_pairs=params.min_pairs,
                          ses_summary=params.ses_summary, fdr_method=params.fdr_method,
-                         equivalence_margin=params.equivalence_margin, fdr_alpha=nominal_alpha)
+                         equivalence_margin=params.equivalence_margin,
+                         fdr_alpha=nominal_alpha if nominal_alpha > 0 else cert_level)
     if not len(grid):
         return LookDecision(questions, nominal_alpha, 0, 0, 0, False, "open")
     if certify_alpha is not None and certify_alpha != nominal_alpha:
         grid = recertify(grid, certify_alpha, params.equivalence_margin)
     units = unit_noise(dimension_summary(grid, ses_summary=params.ses_summary), grid, ses_summary=params.ses_summary)
     head = units[units["headline"].astype(bool) & (units["metric_kind"] == kind)]
-    is_flag = (head["verdict"] == "flag").to_numpy()
+    is_flag = (head["verdict"] == "flag").to_numpy() & (nominal_alpha > 0)
     flagged = int(is_flag.sum())
     certified = int((head["certified"].astype(bool).to_numpy() & ~is_flag).sum())  # a flagged unit counts once
     n = len(head)

@@ -28,7 +28,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the tutor's decoding over the task's (k=v,...), as lm_eval --gen_kwargs")
     parser.add_argument("--metadata", default=None, help="task metadata JSON, as lm_eval --metadata: {\"edufair\": {...}}")
     parser.add_argument("--out", type=Path, required=True, help="the audit's run folder (new, empty, or an audit to resume)")
-    parser.add_argument("--budget", type=int, required=True, help="the most dialogues the audit may run")
+    parser.add_argument("--budget", type=int, required=True, help="the most dialogues the audit may run (designed for ~1.15 x the dialogues `edufair plan` prints: "
+                             "no certification before 30%% of it)")
     parser.add_argument("--batch", type=int, default=20, help="questions per batch (default %(default)s)")
     parser.add_argument("--until", choices=UNTIL, default="units",
                         help="stop when: flag = a headline unit is flagged; certify = every headline unit certified; "
@@ -125,7 +126,8 @@ def main(args: argparse.Namespace) -> int:
                                  max_increase=args.max_increase, new_violations=args.new_violations)
         print(text)
         status = (result.final or {}).get("gate") or "inconclusive"
-        print(f"edufair audit: the gate at the last look's spent level ({result.final['certify_alpha']:.2g} per bound): "
+        level = result.final.get("gate_alpha", result.final.get("certify_alpha")) if result.final else None
+        print(f"edufair audit: the gate at the last look's spent level ({level:.2g} per bound): "
               f"{status}" if result.final else "edufair audit: no look ran")
         return {"pass": 0, "fail": 1}.get(status, 3)
     sys.stdout.flush()

@@ -19,13 +19,15 @@ unfinished batch served from the call cache as far as it got) and, because each 
 depends only on the looks' information fractions and its verdicts only on the records, ends
 with the same decisions as an uninterrupted one.
 
-Levels (``analysis.sequential``): flags at the linearly spent two-sided level of each look
-(``flag_looks``), each TOST side of a certification at the linearly spent one-sided level
-(``certify_looks``).
+Levels (``analysis.sequential``, its docstring says why): flags at the O'Brien–Fleming-type
+two-sided level of each look (``flag_looks``), each TOST side of a certification at the one-sided
+level of a power-family spending that spends nothing before 30% of the budget (``certify_looks``).
 The CI gate (``--until gate``): at each look ``analysis.compare.compare_frames`` against the
 baseline's frame on the questions both share, each of its one-sided bounds (pass: the upper one
 below the threshold; fail: the lower one above it, or a new flag whose change is significant
-family-wise) at the look's linearly spent level, so the gate stops as soon as it passes or fails.
+family-wise) at the look's linearly spent level (``gate_looks``), so the gate stops as soon as it
+passes or fails. ``audit.json`` records the spending functions (``sequential.design()``) in the
+audit's identity: a resume under other spending functions is another audit.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ from typing import Any, Callable, Sequence
 
 from edufair_metrics.analysis.frames import scores_frame
 from edufair_metrics.analysis.params import StatParams
-from edufair_metrics.analysis.sequential import UNTIL, LookDecision, certify_looks, flag_looks, look_decision
+from edufair_metrics.analysis.sequential import (UNTIL, LookDecision, certify_looks, design, flag_looks, gate_looks,
+                                                 look_decision)
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.io import atomic_write_text
 from edufair_metrics.records import RECORD_KEY, DialogueRecord
@@ -125,7 +128,7 @@ def audit_identity(task: str, plan: AuditPlan, spec: TaskSpec, tutor: RoleModel,
         "kind": AUDIT_KIND, "task": task, "plan": asdict(plan), "statistics": params.to_dict(),
         "tutor": tutor.identity or tutor.provenance(), "student": student.identity,
         "tutor_decoding": spec.tutor_gen_kwargs, "judge": judge_identity,
-        "documents_sha256": hashlib.sha256(docs.encode()).hexdigest(),
+        "documents_sha256": hashlib.sha256(docs.encode()).hexdigest(), "spending": design(),
     }
 
 
@@ -193,7 +196,9 @@ def batch_line(i: int, n_batches: int, look: dict[str, Any], dialogues: int, bud
     """The one line printed after each batch."""
     return (f"edufair audit: batch {i + 1}/{n_batches}: {look['questions']} questions, {dialogues}/{budget} dialogues "
             f"({dialogues / budget:.0%} of the budget); level {look['nominal_alpha']:.2g} (spent {look['spent']:.3g}), "
-            f"certify {look.get('certify_alpha', look['nominal_alpha']):.2g} per side; headline units {look['decided']}/{look['units']} decided ({look['flagged']} flagged, {look['certified']} "
+            f"certify {look.get('certify_alpha', look['nominal_alpha']):.2g} per side"
+            + (f", gate {look['gate_alpha']:.2g} per bound" if look.get("gate_alpha") is not None else "")
+            + f"; headline units {look['decided']}/{look['units']} decided ({look['flagged']} flagged, {look['certified']} "
             f"certified), {look['units'] - look['decided']} open: {look['status']}")
 
 
@@ -253,6 +258,7 @@ def run_audit(task: str, spec: TaskSpec, settings, documents: Sequence[dict[str,
             fractions = [look["fraction"] for look in state["looks"]] + [questions_so_far / max_questions]
             looks = flag_looks(fractions, plan.alpha)
             cert = certify_looks(fractions, plan.alpha)
+            gate_level = gate_looks(fractions, plan.alpha)[-1] if plan.until == "gate" else None
             for s in records:
                 s.scores.tutor = tutor_name
             frame = scores_frame([r.scores for r in records], keep_failed=params.keep_failed_dialogues)
@@ -261,13 +267,15 @@ def run_audit(task: str, spec: TaskSpec, settings, documents: Sequence[dict[str,
                                                    certify_alpha=cert[-1].nominal_alpha)
             gate_status = None
             if plan.until == "gate":
-                gate_status = gate_look(baseline, frame, alpha=cert[-1].nominal_alpha, params=params,
+                gate_status = gate_look(baseline, frame, alpha=gate_level.nominal_alpha, params=params,
                                         max_increase=max_increase, new_violations=new_violations)
                 decision = dataclasses.replace(decision, reached=gate_status in ("pass", "fail"),
                                                status=f"gate {gate_status}")
             look = {**decision.to_dict(), "decided": decision.decided, "fraction": fractions[-1], "spent": looks[-1].spent,
                     "boundary_z": looks[-1].boundary, "certify_alpha": cert[-1].nominal_alpha,
                     "certify_boundary_z": cert[-1].boundary, "gate": gate_status, "dialogues": len(records)}
+            if gate_level is not None:
+                look["gate_alpha"] = gate_level.nominal_alpha
             state["looks"].append(look)
             last = i + 1 == len(batches)
             state["stopped"] = "decided" if decision.reached else ("budget" if last else None)

@@ -24,7 +24,11 @@ classical average-sample-number saving, which for an equivalence test is ~20-25%
 Gate (``--gate``): a fair baseline run of ``--gate-questions`` questions; a candidate with no
 change (false fails; clearly passing) and one clearly worse (``--gate-worse``); the fixed-n gate
 on all questions vs the sequential gate (``local.audit.gate_look``: each look's bounds at the
-linearly spent level; no decision below 50 shared questions).
+linearly spent level, ``gate_looks``; no decision below 50 shared questions).
+
+Both audits read the same simulated questions in each run, so ``paired`` counts the runs where
+only one of them flagged (certified): the sequential audit's rate minus the fixed-n audit's is
+``(seq only − fixed only) / runs``, whose MC se is far smaller than either rate's.
 
     nice -n 10 python -m tests.analysis.sim_sequential --reps 100
     nice -n 10 python -m tests.analysis.sim_sequential --gate --reps 60
@@ -34,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 
 import numpy as np
@@ -42,7 +47,7 @@ from scipy.stats import norm
 from edufair_metrics.analysis.frames import scores_frame
 from edufair_metrics.analysis.params import StatParams
 from edufair_metrics.analysis.plan import PlanGoal, assumed_inputs, plan_family
-from edufair_metrics.analysis.sequential import certify_looks, flag_looks, look_decision
+from edufair_metrics.analysis.sequential import certify_looks, flag_looks, gate_looks, look_decision
 from edufair_metrics.records import DialogueScores
 
 TASK = "edufair_explicit_physics"
@@ -74,31 +79,46 @@ def look_sizes(n_max: int, looks: int) -> list[int]:
     return [round(n_max * j / looks) for j in range(1, looks + 1)]
 
 
-def levels(looks: int, alpha: float = 0.05) -> tuple[list[float], list[float]]:
-    fr = [j / looks for j in range(1, looks + 1)]
+def levels(looks: int, alpha: float = 0.05, n_max: int | None = None) -> tuple[list[float], list[float]]:
+    """Each look's flag (two-sided) and certification (one-sided) level; the fractions are those of
+    the looks' whole questions (``look_sizes``) when ``n_max`` is given, as the audit computes them."""
+    fr = ([n / n_max for n in look_sizes(n_max, looks)] if n_max else [j / looks for j in range(1, looks + 1)])
     return [lk.nominal_alpha for lk in flag_looks(fr, alpha)], [lk.nominal_alpha for lk in certify_looks(fr, alpha)]
 
 
 def run(rho, n_plan, n_max, looks, reps, rng, params):
-    """(fixed: flagged, certified; sequential: flagged, certified, questions per run)."""
+    """(fixed: flagged, certified; sequential: flagged, certified, questions per run; paired: runs
+    flagged only by the sequential / only by the fixed-n audit, certified only by either)."""
     fx_f = fx_c = sq_f = sq_c = 0
     used = []
-    flag_a, cert_a = levels(looks)
+    paired = {"flag_seq_only": 0, "flag_fixed_only": 0, "cert_seq_only": 0, "cert_fixed_only": 0}
+    flag_a, cert_a = levels(looks, n_max=n_max)
     sizes = look_sizes(n_max, looks)
     for _ in range(reps):
         data = scores_frame(scores(max(n_max, n_plan), rho, rng))
         fixed = look_decision(first_frame(data, n_plan), nominal_alpha=0.05, params=params, until="units")
-        fx_f += fixed.flagged > 0
-        fx_c += fixed.certified == fixed.units and fixed.units > 0 and not fixed.flagged
+        f_flag = fixed.flagged > 0
+        f_cert = fixed.certified == fixed.units and fixed.units > 0 and not fixed.flagged
         for j, n in enumerate(sizes):
+            if flag_a[j] <= 0 and cert_a[j] <= 0 and j < looks - 1:
+                continue  # a look with nothing to spend can never stop (look_decision: "open")
             d = look_decision(first_frame(data, n), nominal_alpha=flag_a[j], certify_alpha=cert_a[j],
                               params=params, until="units")
             if d.reached or j == looks - 1:
-                sq_f += d.flagged > 0
-                sq_c += d.certified == d.units and d.units > 0 and not d.flagged
+                s_flag = d.flagged > 0
+                s_cert = d.certified == d.units and d.units > 0 and not d.flagged
                 used.append(n)
                 break
-    return fx_f / reps, fx_c / reps, sq_f / reps, sq_c / reps, np.asarray(used, dtype=float)
+        fx_f, fx_c, sq_f, sq_c = fx_f + f_flag, fx_c + f_cert, sq_f + s_flag, sq_c + s_cert
+        paired["flag_seq_only"] += s_flag and not f_flag
+        paired["flag_fixed_only"] += f_flag and not s_flag
+        paired["cert_seq_only"] += s_cert and not f_cert
+        paired["cert_fixed_only"] += f_cert and not s_cert
+        done = len(used)
+        if done % 10 == 0 and done < reps:  # a running tally (stderr), in case a long run is cut short
+            print(f"  {done} runs: fixed flag {fx_f} certify {fx_c} | sequential flag {sq_f} certify {sq_c}, mean "
+                  f"{np.mean(used):.0f} questions; {paired}", file=sys.stderr, flush=True)
+    return fx_f / reps, fx_c / reps, sq_f / reps, sq_c / reps, np.asarray(used, dtype=float), paired
 
 
 def fixed_n_for(decision: str, effect: float, probability: float, margin: float) -> int | None:
@@ -115,7 +135,7 @@ def headline(args, rng, params) -> None:
     n_max = int(math.ceil(args.inflation * n_plan))
     print(f"fixed-n plan: {n_plan} questions (certify true |r| {fair_r:.3f} within {args.margin} with "
           f"{plan.chosen.probability:.0%}); sequential: at most {n_max} ({args.inflation}x), {args.looks} looks, flags "
-          f"and certification at linearly spent levels; {args.reps} runs per scenario, n_boot {args.n_boot}")
+          f"(O'Brien–Fleming) and certification (power family from 30%) at spent levels; {args.reps} runs per scenario, n_boot {args.n_boot}")
     scenarios = [("clearly fair (r = 0): certifications; false flags", 0.0, "certify"),
                  (f"planning point (r = {fair_r:.3f})", fair_r, "certify"),
                  (f"at the margin (r = {args.margin}): false certifications", args.margin, None),
@@ -125,7 +145,7 @@ def headline(args, rng, params) -> None:
         if args.only is not None and i != args.only:
             continue
         t0 = time.perf_counter()
-        fxf, fxc, sqf, sqc, used = run(rho, n_plan, n_max, args.looks, args.reps, rng, params)
+        fxf, fxc, sqf, sqc, used, paired = run(rho, n_plan, n_max, args.looks, args.reps, rng, params)
         mean, mse = used.mean(), used.std(ddof=1) / math.sqrt(len(used))
         line = (f"{name}: fixed flag {fxf:.1%}±{se(fxf):.1%} certify {fxc:.1%}±{se(fxc):.1%} | sequential flag "
                 f"{sqf:.1%}±{se(sqf):.1%} certify {sqc:.1%}±{se(sqc):.1%}, mean {mean:.0f}±{mse:.0f} questions = "
@@ -136,6 +156,8 @@ def headline(args, rng, params) -> None:
             if n_same:
                 line += (f"; the fixed n for the same {p_seq:.1%} ({goal}, planner): {n_same}, saving "
                          f"{1 - mean / n_same:.0%}±{mse / n_same:.0%}")
+        line += (f"; paired runs: flagged only by seq {paired['flag_seq_only']} / only fixed {paired['flag_fixed_only']}, "
+                 f"certified only by seq {paired['cert_seq_only']} / only fixed {paired['cert_fixed_only']}")
         print(line + f" ({time.perf_counter() - t0:.0f}s)", flush=True)
 
 
@@ -144,8 +166,8 @@ def gate(args, rng, params) -> None:
     from edufair_metrics.local.audit import gate_look
 
     n = args.gate_questions
-    _flag_a, cert_a = levels(args.looks)
     sizes = look_sizes(n, args.looks)
+    gate_a = [lk.nominal_alpha for lk in gate_looks([m / n for m in sizes])]
     kw = dict(n_boot=params.n_boot, seed=0, min_pairs=params.min_pairs, max_increase=args.max_increase,
               equivalence_margin=params.equivalence_margin)
     print(f"gate: fair baseline of {n} questions, margin --max-increase {args.max_increase}; sequential: "
@@ -164,7 +186,7 @@ def gate(args, rng, params) -> None:
             cand = scores_frame(scores(n, rho, rng, tutor="cand"))
             fx[compare_frames(base, cand, **kw).status] += 1
             for j, m in enumerate(sizes):
-                status = gate_look(base, first_frame(cand, m), alpha=cert_a[j], params=params,
+                status = gate_look(base, first_frame(cand, m), alpha=gate_a[j], params=params,
                                    max_increase=args.max_increase, new_violations="significant")
                 if status in ("pass", "fail") or j == args.looks - 1:
                     sq[status] += 1
@@ -183,8 +205,8 @@ def gate(args, rng, params) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=100)
-    parser.add_argument("--looks", type=int, default=10)
-    parser.add_argument("--inflation", type=float, default=1.2, help="the sequential maximum / the fixed-n plan")
+    parser.add_argument("--looks", type=int, default=20)
+    parser.add_argument("--inflation", type=float, default=1.15, help="the sequential maximum / the fixed-n plan")
     parser.add_argument("--margin", type=float, default=0.15)
     parser.add_argument("--fair-r", type=float, default=None, help="the planning point (default margin / 3)")
     parser.add_argument("--biased", type=float, default=0.30)

@@ -49,13 +49,13 @@ def test_bad_fractions_are_an_error(bad):
         boundaries(bad)
 
 
-def test_one_sided_linear_spending_keeps_alpha_and_spends_early():
-    """The certification's spending (each TOST side, each gate bound): one-sided, α·t, so early
-    looks get a usable level; P(any Z_k >= c_k) = α under optional stopping (MC)."""
-    from edufair_metrics.analysis.sequential import certify_looks, flag_looks, spent
+def test_the_gates_linear_spending_keeps_alpha_and_spends_early():
+    """The CI gate's spending (each bound, one-sided): α·t, so early looks get a usable level;
+    P(any Z_k >= c_k) = α under optional stopping (MC)."""
+    from edufair_metrics.analysis.sequential import flag_looks, gate_looks, spent
 
     t = np.array([0.1, 0.3, 0.45, 0.7, 1.0])
-    looks = certify_looks(list(t))
+    looks = gate_looks(list(t))
     assert [lk.spent for lk in looks] == pytest.approx([spent(x, 0.05, "linear") for x in t])
     assert [lk.spent for lk in looks] == pytest.approx(list(0.05 * t))
     assert looks[0].nominal_alpha == pytest.approx(0.005)  # the first look: its own share, one-sided
@@ -64,11 +64,29 @@ def test_one_sided_linear_spending_keeps_alpha_and_spends_early():
     rng = np.random.default_rng(1)
     z = (rng.normal(size=(200_000, t.size)) * np.sqrt(np.diff(np.r_[0, t]))).cumsum(axis=1) / np.sqrt(t)
     assert (z >= c).any(axis=1).mean() == pytest.approx(0.05, abs=0.003)
-    # the two-sided flag levels with the same spending keep the two-sided α
+    # the two-sided flag levels (O'Brien-Fleming type) keep the two-sided α
     cf = np.array([lk.boundary for lk in flag_looks(list(t))])
     assert (np.abs(z) >= cf).any(axis=1).mean() == pytest.approx(0.05, abs=0.003)
     with pytest.raises(EduFairError):
         spent(0.5, 0.05, "pocock-ish")
+
+
+def test_certification_spends_nothing_before_its_start_and_keeps_alpha():
+    """Each TOST side (one-sided): no α before 30% of the budget (a look there can never
+    certify), then the power family; P(any Z_k >= c_k) = α under optional stopping (MC)."""
+    from edufair_metrics.analysis.sequential import CERTIFY_SPENDING, certify_looks
+
+    t = np.array([0.1, 0.3, 0.45, 0.7, 1.0])
+    looks = certify_looks(list(t))
+    start, rho = CERTIFY_SPENDING.start, CERTIFY_SPENDING.rho
+    assert [lk.spent for lk in looks] == pytest.approx([0.05 * max(0.0, (x - start) / (1 - start)) ** rho for x in t])
+    assert looks[0].nominal_alpha == 0.0 and looks[0].boundary == np.inf  # before the start
+    assert looks[1].nominal_alpha == 0.0  # at the start: nothing spent yet
+    assert looks[-1].spent == pytest.approx(0.05) and 0.01 < looks[-1].nominal_alpha < 0.05
+    c = np.array([lk.boundary for lk in looks])
+    rng = np.random.default_rng(2)
+    z = (rng.normal(size=(200_000, t.size)) * np.sqrt(np.diff(np.r_[0, t]))).cumsum(axis=1) / np.sqrt(t)
+    assert (z >= c).any(axis=1).mean() == pytest.approx(0.05, abs=0.003)
 
 
 def _frame(n, rho, seed):

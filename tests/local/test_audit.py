@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from edufair_metrics.analysis.params import StatParams
-from edufair_metrics.analysis.sequential import certify_looks, flag_looks
+from edufair_metrics.analysis.sequential import certify_looks, flag_looks, gate_looks
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.local.audit import STATE_FILE, AuditPlan, run_audit
 from edufair_metrics.run import RoleModel, TaskSpec, task_documents
@@ -115,7 +115,7 @@ def test_an_interrupted_audit_resumes_with_the_same_decisions(tmp_path):
     assert again.looks == whole.looks and lines == []
 
 
-def test_bad_input_is_one_line(tmp_path):
+def test_bad_input_is_one_line(tmp_path, monkeypatch):
     with pytest.raises(EduFairError, match="below one batch") as ei:
         _audit(tmp_path, tmp_path / "out", AuditPlan(budget=30, batch_questions=20, until="flag", kind="conversation"))
     assert "\n" not in str(ei.value)
@@ -129,6 +129,13 @@ def test_bad_input_is_one_line(tmp_path):
     assert (tmp_path / "a" / STATE_FILE).exists()
     with pytest.raises(EduFairError, match="another audit") as ei:
         _audit(tmp_path, tmp_path / "a", AuditPlan(budget=80, batch_questions=20, until="flag", kind="conversation"))
+    # the spending functions are part of the audit's identity: a resume under others is another audit
+    from edufair_metrics.local import audit as audit_module
+
+    monkeypatch.setattr(audit_module, "design", lambda: {"flag": "another spending"})
+    with pytest.raises(EduFairError, match="another audit"):
+        _audit(tmp_path, tmp_path / "a", AuditPlan(budget=40, batch_questions=20, until="flag", kind="conversation"))
+    monkeypatch.undo()
     for bad in (AuditPlan(0, 10), AuditPlan(10, 0), AuditPlan(10, 5, until="never"), AuditPlan(10, 5, alpha=0.7)):
         with pytest.raises(EduFairError):
             bad.validate()
@@ -181,6 +188,10 @@ def test_the_gate_stops_early_on_a_clear_pass_and_a_clear_fail(tmp_path):
     assert same.stopped == "decided" and same.final["gate"] == "pass" and same.dialogues < gate.budget
     assert worse.stopped == "decided" and worse.final["gate"] == "fail" and worse.dialogues < gate.budget
     assert all(lk["certify_alpha"] < 0.05 for lk in same.looks + worse.looks)  # each decided at a spent level
+    # the gate's bounds at the gate's own (linear) spending of the looks so far
+    for res in (same, worse):
+        fractions = [lk["fraction"] for lk in res.looks]
+        assert [lk["gate_alpha"] for lk in res.looks] == pytest.approx([b.nominal_alpha for b in gate_looks(fractions)])
     assert same.looks[0]["gate"] == "inconclusive"  # 25 shared questions: below the gate's minimum of 50
     assert "gate pass" in lines[-1]
     # a resume must compare with the same baseline
