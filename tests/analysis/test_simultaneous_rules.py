@@ -13,7 +13,6 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import rankdata
 
 from edufair_metrics.analysis.cells import cell_matrices, contrast_pairs
 from edufair_metrics.analysis.contrast import rank_biserial
