@@ -108,14 +108,17 @@ def test_the_flags_are_the_max_t_sign_flip_test_with_one_flip_per_pair(small):
             t_obs[key] = abs(float(s.sum())) / norm
             for b in range(B):
                 t_max[b] = max(t_max[b], abs(float(s @ flips[:, b])) / norm)
-    c_flag = float(np.percentile(t_max, 95))
+    # the randomization p: (1 + #{b: max_b >= |T|}) / (B + 1) <= 0.05, i.e. |T| above the
+    # floor(0.05 (B + 1))-th largest maximum
+    c_flag = float(np.sort(t_max)[::-1][int(math.floor(0.05 * (B + 1))) - 1])
     assert sim.attrs["sim_c_flag"] == pytest.approx(c_flag, rel=1e-9)
     obs = np.array([t_obs[tuple(k)] for k in live[KEYS].itertuples(index=False)])
     # the studentised statistic is r / √V0 (the exact sign-flip variance of r)
     v0 = live["null_var_r"].to_numpy(dtype=float)
     np.testing.assert_allclose(obs[v0 > 0], np.abs(live["r"].to_numpy(dtype=float))[v0 > 0] / np.sqrt(v0[v0 > 0]),
                                rtol=1e-9)
-    flagged = obs > c_flag
+    flagged = np.array([(1 + int((t_max >= t).sum())) / (B + 1) <= 0.05 for t in obs])
+    assert flagged.tolist() == (obs > c_flag).tolist()
     assert flagged.any() and not flagged.all()
     assert live["sim_flagged"].tolist() == flagged.tolist()
 
