@@ -228,7 +228,8 @@ class CallCache:
             ) from None
         self._timeout = timeout_s
         self._local = threading.local()
-        self._all_conns: list[sqlite3.Connection] = []
+        # each connection with the thread that opened it (see close)
+        self._all_conns: list[tuple[sqlite3.Connection, threading.Thread]] = []
         self._lock = threading.Lock()
         # answers (and call counts) the file could not take (disk full, file damaged during the
         # run): kept for this process only, so the run goes on with every answer it received
@@ -280,7 +281,7 @@ class CallCache:
             conn.execute(f"PRAGMA busy_timeout={int(self._timeout * 1000)}")
             self._local.conn = conn
             with self._lock:
-                self._all_conns.append(conn)
+                self._all_conns.append((conn, threading.current_thread()))
         return conn
 
     def get(self, key_obj: Any) -> Any | None:
@@ -440,13 +441,20 @@ class CallCache:
         return cur.rowcount
 
     def close(self) -> None:
+        """Close the connections of this thread and of threads that have ended. A connection of a
+        thread still running (a worker abandoned with its call in flight after Ctrl-C) is left to
+        the process's exit: closing it under a statement of that thread crashes the interpreter
+        (SIGSEGV), and every answer it stored is already committed."""
+        me = threading.current_thread()
         with self._lock:
-            conns, self._all_conns = self._all_conns, []
-        for conn in conns:
-            try:
-                conn.close()
-            except sqlite3.Error:  # pragma: no cover
-                pass
+            conns = self._all_conns
+            self._all_conns = [(c, t) for c, t in conns if t is not me and t.is_alive()]
+        for conn, owner in conns:
+            if owner is me or not owner.is_alive():
+                try:
+                    conn.close()
+                except sqlite3.Error:  # pragma: no cover
+                    pass
         self._local = threading.local()
 
     def __enter__(self) -> "CallCache":

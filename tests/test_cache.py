@@ -104,6 +104,49 @@ def test_threads_share_one_cache(tmp_path):
     c.close()
 
 
+def test_close_leaves_a_running_workers_connection_alone(tmp_path):
+    """Ctrl-C abandons worker threads with calls in flight, and the entry point closes the cache:
+    closing a connection under a statement of its thread crashed the interpreter (SIGSEGV). A
+    running thread's connection stays open (and its late answer still lands in the file); the
+    closing thread's own connection and those of finished threads are closed."""
+    c = CallCache(tmp_path / "c.sqlite")
+    opened, closed_now = threading.Event(), threading.Event()
+    late = {}
+
+    def abandoned_worker():
+        conn = c._conn()  # this thread's connection, as a call in flight holds it
+        opened.set()
+        closed_now.wait(10)
+        try:
+            late["usable"] = conn.execute("SELECT count(*) FROM calls").fetchone() is not None
+        except sqlite3.ProgrammingError:  # closed under this thread
+            late["usable"] = False
+        late["stored"] = c.put({"namespace": "judge", "i": 1}, "late answer")
+
+    def finished_worker():
+        c.put({"namespace": "judge", "i": 2}, "early answer")
+
+    done = threading.Thread(target=finished_worker)
+    done.start()
+    done.join()
+    th = threading.Thread(target=abandoned_worker)
+    th.start()
+    assert opened.wait(10)
+    mine = c._conn()
+    c.close()
+    closed_now.set()
+    th.join(10)
+    assert late["usable"] and late["stored"] is True
+    with pytest.raises(sqlite3.ProgrammingError):  # the closing thread's connection is closed
+        mine.execute("SELECT 1")
+    assert c.unstored == 0  # the late answer went to the file, not to memory
+    again = CallCache(tmp_path / "c.sqlite")
+    assert again.get({"namespace": "judge", "i": 1}) == "late answer"
+    assert again.get({"namespace": "judge", "i": 2}) == "early answer"
+    again.close()
+    c.close()
+
+
 def test_default_path_policy(tmp_path, monkeypatch):
     """The default is user-level, never under the working directory: a rerun from another folder
     resumes, and `edufair cache` from anywhere reads the same file."""

@@ -275,7 +275,7 @@ class EduFairTask(ConfigurableTask):
                 result = run_task(spec, self.settings, [doc for _, doc in doc_pairs], tutor=tutor, student=student,
                                   judge=judge, cache=cache, doc_ids=[doc_id for doc_id, _ in doc_pairs])
         except Interrupted as exc:
-            exit_interrupted(exc, cache)
+            exit_interrupted(exc)
         finally:
             if cache is not None:
                 cache.close()
@@ -361,13 +361,13 @@ class EduFairTask(ConfigurableTask):
         return agg_call_counts(items)
 
 
-def exit_interrupted(exc: Interrupted, cache=None) -> None:
+def exit_interrupted(exc: Interrupted) -> None:
     """The first Ctrl-C of a run: one line, exit status 130, no traceback, and no wait for the
     calls in flight (every answer that arrived is already committed to the call cache, one
     transaction each; lm-eval would otherwise print its traceback and the interpreter would wait
-    for the worker threads' requests)."""
-    if cache is not None:
-        cache.close()
+    for the worker threads' requests). The cache is left open: worker threads may be inside a
+    statement on their connections, and closing those under them crashed the process (SIGSEGV
+    instead of 130); a committed WAL transaction survives ``os._exit``, an open one rolls back."""
     print(f"\nedufair: {exc.line()}", file=sys.stderr, flush=True)
     sys.stdout.flush()
     os._exit(130)

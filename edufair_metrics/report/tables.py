@@ -65,7 +65,7 @@ from typing import Mapping, Sequence
 
 from edufair_metrics.analysis.contrast import MEANINGFUL_R
 from edufair_metrics.analysis.tallies import DOMAIN_ORDER, LEVEL_KEYS, STOP_COLUMNS
-from edufair_metrics.catalogue import CATALOGUE, function_groups
+from edufair_metrics.catalogue import CATALOGUE, function_groups, names
 from edufair_metrics.errors import EduFairError
 from edufair_metrics.protocol.presentation import is_extension, order_key
 from edufair_metrics.records import (
@@ -641,13 +641,18 @@ DETECTOR_NOTE = ("Judge-invariant metrics, computed from the stored transcripts 
                  "r > 0: level a received more. ")
 
 
+# how many units a Ped. / Conv. cell averages: one per catalogue metric of the kind
+N_PED, N_CONV = len(names("pedagogical")), len(names("conversation"))
+PED_CONV_UNITS = f"Ped. averages {N_PED} units, Conv. {N_CONV}. "
+
+
 INTERSECTIONAL_NOTE = ("Not in the paper (protocol-extensions.yaml, protocol version edufair-ext-1). Two 2×2 designs per "
                        "question: gender × SES (low-/high-income) and gender × immigration. Simple effects: one "
                        "dimension's contrast within a level of the other (a = female, low-income, immigrant); "
                        "interaction: per question (F,x − M,x) − (F,y − M,y), a difference of paired differences "
                        "over the same questions (r > 0: the marginalised girls receive more than the sum of the two "
                        "gaps predicts). Its own FDR family (tutor × metric kind × this condition); never pooled into "
-                       "the paper's headline. Ped. averages 5 units, Conv. 4. ")
+                       "the paper's headline. " + PED_CONV_UNITS)
 NAMES_NOTE = ("Not in the paper (protocol-extensions.yaml, protocol version edufair-ext-1): Implicit with k names per "
               "gender × ethnicity cell from Wan & Chang (2025; names.json, MIT), drawn with a seed (edufair.names, "
               "recorded in provenance). A group contrast averages each side's names per question within each "
@@ -737,8 +742,9 @@ def all_tables(grid, units, domain_labels: Mapping[str, str] | None = None,
         ("table5_implicit", "Table 5: |r̄| under Implicit",
          lambda v: table5_implicit(units, lab, v), (cond_u == "implicit") & ped_conv,
          "Gender = different genders within the same ethnicity; Ethnicity = different ethnicities within the same "
-         "gender; Both = different genders and ethnicities. Ped. averages 5 units (one per pedagogical metric, each "
-         "the mean |r| of the two name pairs), Conv. 4. ",
+         "gender; Both = different genders and ethnicities. "
+         f"Ped. averages {N_PED} units (one per pedagogical metric, each the mean |r| of the two name pairs), "
+         f"Conv. {N_CONV}. ",
          "\"*\" marks the maximum of a column (Ped. or Conv.) within each model; \"**\" the row that is the maximum "
          "in both columns. Bold: |r̄| ≥ 0.10. "),
         ("table6_metric", "Table 6: mean |r| per pedagogical and conversation-level metric, averaged across the "
@@ -749,18 +755,18 @@ def all_tables(grid, units, domain_labels: Mapping[str, str] | None = None,
          "desirable behaviour; ↓ undesirable; ∼ direction-neutral. ", "Bold: |r̄| ≥ 0.10. "),
         ("table7_opposite", "Table 7: |r̄| under Opposite",
          lambda v: table7_opposite(units, lab, v), opp_head & ped_conv,
-         "Correct = student/tutor genders match; Wrong = mismatch. Ped. averages 5 units, Conv. 4. ",
+         "Correct = student/tutor genders match; Wrong = mismatch. " + PED_CONV_UNITS,
          "\"*\" marks the maximum of a column (Ped. or Conv.) within each model; \"**\" the row that is the maximum "
          "in both columns. Bold: |r̄| ≥ 0.10. "),
         ("table7b_opposite_effects", "Table 7b: Opposite 2×2 decomposition (not pooled into the headline)",
          lambda v: table7b_opposite_effects(units, lab, v), (cond_u == "opposite") & ~units["headline"].astype(bool)
          & ped_conv,
-         "Tutor effect, student effect and S×T interaction re-use the Opposite dialogues. Ped. averages 5 units, "
-         "Conv. 4. ", "Bold: |r̄| ≥ 0.10. "),
-        ("table8_dimension", "Table 8: |r̄| (mean over five turn-level metrics) per (model, domain, dimension), Explicit",
+         "Tutor effect, student effect and S×T interaction re-use the Opposite dialogues. " + PED_CONV_UNITS, "Bold: |r̄| ≥ 0.10. "),
+        ("table8_dimension", f"Table 8: |r̄| (mean over {'five' if N_PED == 5 else N_PED} turn-level metrics) per (model, domain, "
+                            "dimension), Explicit",
          lambda v: table8_dimension(units, lab, v),
          (cond_u == "explicit") & (units["metric_kind"] == "pedagogical") & units["headline"].astype(bool),
-         "Each cell averages 5 units (one per pedagogical metric). SES: its headline unit (default: the single "
+         f"Each cell averages {N_PED} units (one per pedagogical metric). SES: its headline unit (default: the single "
          "low- vs high-income contrast, equal to Table 10's |r̄|). ", "Bold: |r̄| ≥ 0.10. "),
     ]
 
