@@ -2,7 +2,7 @@
 modules) a reader enters following the code from one run folder to summary.md, and how many times the
 walk returns to a room it came from.
 
-    PYTHONPATH=. python tests/bench_walk.py [--rooms]   # on the golden test's stored evidence run
+    PYTHONPATH=. python tests/bench_walk.py [--rooms] [--v3]   # on the golden test's stored evidence run
 
 Measured, not read: ``read_report_inputs`` + ``write_report`` (figures and the HTML view off: what
 summary.md needs) run once under ``sys.setprofile`` on ``tests/report/golden/runs.tar.xz``'s
@@ -10,7 +10,10 @@ summary.md needs) run once under ``sys.setprofile`` on ``tests/report/golden/run
 again is not read again); its caller is the nearest package function on the stack. Rooms: the
 distinct modules of those functions. Returns: the steps that go to another module than the caller's
 (each one ends by coming back to the caller's room). Printed for the whole walk and for its
-``write_report`` leg (the steps below ``write_report``).
+``write_report`` leg (the steps below ``write_report``). The stored run's records are schema v2 (no
+per-turn scorer output), so reading them runs the scorers (detectors, matching); ``--v3`` first
+rewrites them as today's records (completed, schema v3: what a run of this version stores), outside
+the walk, and walks that.
 """
 
 from __future__ import annotations
@@ -64,6 +67,23 @@ def count(steps, below: str | None = None) -> tuple[int, int, int]:
     return len(steps), len(rooms), returns
 
 
+def as_v3(run: Path, dest: Path) -> Path:
+    """``run``'s samples files rewritten with completed schema-v3 records (and its results files
+    copied beside them) under ``dest``."""
+    import shutil
+
+    from edufair_metrics.catalogue import names
+    from edufair_metrics.runlog.rewrite import read_stored_run, write_rebuilt
+    from edufair_metrics.runlog.scorers import complete
+
+    stored = read_stored_run([str(run)], dest, "rewrite")
+    metrics = [m for kind in ("pedagogical", "conversation", "detector", "student", "outcome") for m in names(kind)]
+    write_rebuilt(stored, [complete(r, only_stale=False)[0] for _, r in stored.records], metrics)
+    for results in run.rglob("results_*.json"):
+        shutil.copy(results, dest / results.parent.name / results.name)
+    return dest
+
+
 def main() -> None:
     from edufair_metrics.analysis.params import StatParams
     from edufair_metrics.report.write import read_report_inputs, write_report
@@ -71,9 +91,10 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         runs = unpack(Path(tmp))
+        run = as_v3(runs / "evidence", Path(tmp) / "evidence_v3") if "--v3" in sys.argv else runs / "evidence"
 
         def report():
-            inputs = read_report_inputs([runs / "evidence"], evidence=False)
+            inputs = read_report_inputs([run], evidence=False)
             write_report(inputs, Path(tmp) / "out", StatParams(n_boot=50), figures=False, html=False)
 
         steps = walk(report)

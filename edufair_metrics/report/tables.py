@@ -217,6 +217,8 @@ def plain(df):
 
 def to_markdown(df, title: str | None = None, note: str | None = None) -> str:
     """A plain GitHub Markdown table (no extra dependency)."""
+    import pandas as pd
+
     cols = [str(c).replace("|", "\\|") for c in df.columns]
     lines = []
     if title:
@@ -226,8 +228,10 @@ def to_markdown(df, title: str | None = None, note: str | None = None) -> str:
     for row in df.itertuples(index=False):
         cells = []
         for v in row:
-            if isinstance(v, float):
-                cells.append("" if math.isnan(v) else f"{v:.3f}")
+            if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+                cells.append("—")  # no value (glossary.md): one mark in every table, never "<NA>" or blank
+            elif isinstance(v, float):
+                cells.append(f"{v:.3f}")
             else:
                 cells.append(str(v).replace("|", "\\|"))
         lines.append("| " + " | ".join(cells) + " |")

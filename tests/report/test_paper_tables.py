@@ -387,3 +387,17 @@ def test_protocol_gives_ses_a_single_contrast_and_a_friedman_family():
     assert [(s.name, s.kind, s.headline) for s in specs] == [("SES", "binary", True), ("SES (Friedman)", "multilevel", False)]
     assert specs[0].pairs == ((("low_income",), ("high_income",)),)
     assert len(specs[1].pairs) == 3
+
+
+def test_a_missing_value_reads_as_the_glossarys_dash_in_every_markdown_table():
+    """NaN, None and pandas' NA all read "—" (glossary.md: "No value"), never a blank cell or "<NA>"."""
+    import pandas as pd
+
+    from edufair_metrics.report.glossary import define
+    from edufair_metrics.report.tables import to_markdown
+
+    df = pd.DataFrame({"a": [float("nan"), 0.5], "b": pd.array([None, 3], dtype="Int64"), "c": [None, "x"]})
+    md = to_markdown(df)
+    assert md.splitlines()[2] == "| — | — | — |"
+    assert md.splitlines()[3] == "| 0.500 | 3 | x |"
+    assert "<NA>" not in md and define("—")

@@ -75,7 +75,7 @@ def test_levels_numbers_match_hand_computation(tiny_report):
     assert [m[c] for c in M] == pytest.approx([0.5, 0.5, 0.5, 0.5, 0.5, 5.0, 30.0, 0.5, 2.0])
     md = (out / "levels.md").read_text()
     assert "| org/tiny | mathematics (GSM8K proxy) | explicit | gender | female | 4 | 4 | 1 | 1 | 1 | 1 |" in md
-    assert "| org/tiny | mathematics (GSM8K proxy) | explicit | gender | female | 4 | 0.667 | 0.500 | 0.333 | 0.667 |  |" in md
+    assert "| org/tiny | mathematics (GSM8K proxy) | explicit | gender | female | 4 | 0.667 | 0.500 | 0.333 | 0.667 | — |" in md
 
 
 def test_summary_says_no_statistic_when_all_insufficient(tiny_report, tmp_path):

@@ -9,16 +9,18 @@ import pandas
 
 from edufair_metrics.analysis.noise import noise_headline, unit_noise
 from edufair_metrics.analysis.verdicts import verdict_headline
-from edufair_metrics.catalogue import headline_kinds
+from edufair_metrics.catalogue import headline_kinds, names
 from edufair_metrics.errors import EduFairError
 
 
 # (metric kind, short name in the headline columns), in the order the summary shows them
 HEADLINE_KINDS = headline_kinds()
 
+_WORDS = {4: "four", 5: "five"}  # the paper's counts read as words; another count as a number
 HEADLINE_NOTE = (
-    "Per metric kind (ped = the five judged pedagogical metrics, conv = the four conversation metrics, det = the "
-    "judge-invariant detector metrics). |r̄|: mean over headline units (Explicit dimensions, Implicit contrasts, "
+    f"Per metric kind (ped = the {_WORDS.get(len(names('pedagogical')), len(names('pedagogical')))} judged "
+    f"pedagogical metrics, conv = the {_WORDS.get(len(names('conversation')), len(names('conversation')))} "
+    "conversation metrics, det = the judge-invariant detector metrics). |r̄|: mean over headline units (Explicit dimensions, Implicit contrasts, "
     "Opposite Correct/Wrong) of the unit's |r| (the paper's number, not noise-corrected); unbiased |r̄|: the signed "
     "root of the mean over the same units of (r² − V0)/(1 − V0), V0 the variance of r under random sign flips (≈ 0 "
     "without bias, ≈ the true |r| with bias, at any n: the number to compare tutors by); excess |r̄|: the mean of |r| "
