@@ -47,7 +47,7 @@ from scipy.stats import norm
 from edufair_metrics.analysis.frames import scores_frame
 from edufair_metrics.analysis.params import StatParams
 from edufair_metrics.analysis.plan import PlanGoal, assumed_inputs, plan_family
-from edufair_metrics.analysis.sequential import certify_looks, flag_looks, gate_looks, look_decision
+from edufair_metrics.analysis.sequential import BUDGET_MULTIPLE, GATE_BUDGET_MULTIPLE, certify_looks, flag_looks, gate_looks, look_decision
 from edufair_metrics.records import DialogueScores
 
 TASK = "edufair_explicit_physics"
@@ -161,30 +161,58 @@ def headline(args, rng, params) -> None:
         print(line + f" ({time.perf_counter() - t0:.0f}s)", flush=True)
 
 
+FIXED_FACTORS = (1.0, 1.2, 1.4, 1.6)  # the fixed-n gates run beside the audit (x the plan)
+
+
+def same_probability_n(sizes, rates, p) -> tuple[float, str]:
+    """The fixed n that decides with probability ``p``, linearly interpolated in the measured
+    decision rates of the fixed-n gates at ``sizes`` (made non-decreasing); beyond the largest:
+    (its size, ">")."""
+    rates = np.maximum.accumulate(np.asarray(rates, dtype=float))
+    if p <= rates[0]:
+        return float(sizes[0]), "<="
+    for (n0, r0), (n1, r1) in zip(zip(sizes, rates), zip(sizes[1:], rates[1:])):
+        if r0 < p <= r1:
+            return float(n0 + (n1 - n0) * (p - r0) / (r1 - r0)), "="
+    return float(sizes[-1]), ">"
+
+
 def gate(args, rng, params) -> None:
     from edufair_metrics.analysis.compare import compare_frames
     from edufair_metrics.local.audit import gate_look
 
-    n = args.gate_questions
-    sizes = look_sizes(n, args.looks)
-    gate_a = [lk.nominal_alpha for lk in gate_looks([m / n for m in sizes])]
+    n_plan = args.gate_questions
+    n_max = int(math.ceil(args.gate_multiple * n_plan))
+    fixed_sizes = [int(round(f * n_plan)) for f in FIXED_FACTORS]
+    n_base = max(n_max, fixed_sizes[-1])
+    sizes = look_sizes(n_max, args.looks)
+    gate_a = [lk.nominal_alpha for lk in gate_looks([m / n_max for m in sizes])]
     kw = dict(n_boot=params.n_boot, seed=0, min_pairs=params.min_pairs, max_increase=args.max_increase,
               equivalence_margin=params.equivalence_margin)
-    print(f"gate: fair baseline of {n} questions, margin --max-increase {args.max_increase}; sequential: "
-          f"{args.looks} looks, each bound at the linearly spent level; {args.reps} runs per scenario")
+    print(f"gate: a fair baseline of {n_base} questions, margin --max-increase {args.max_increase}; the fixed-n "
+          f"plan: {n_plan} candidate questions (fixed-n gates also at {fixed_sizes}); sequential: {args.looks} looks "
+          f"up to {n_max} ({args.gate_multiple}x the plan), each bound at the spent level (gate_looks); "
+          f"{args.reps} runs per scenario")
     se = lambda p: math.sqrt(max(p * (1 - p), 1e-9) / args.reps)  # noqa: E731
-    for i, (name, rho) in enumerate((("no change (r = 0 -> 0): false fails; clearly passing", 0.0),
-                                     (f"clearly worse (r = 0 -> {args.gate_worse})", args.gate_worse))):
+    for i, (name, rho, goal) in enumerate((("no change (r = 0 -> 0): false fails; clearly passing", 0.0, "pass"),
+                                           (f"clearly worse (r = 0 -> {args.gate_worse})", args.gate_worse, "fail"))):
         if args.only is not None and i != args.only:
             continue
         t0 = time.perf_counter()
-        fx = {"pass": 0, "fail": 0, "inconclusive": 0}
+        fx = {m: {"pass": 0, "fail": 0, "inconclusive": 0} for m in fixed_sizes}
         sq = {"pass": 0, "fail": 0, "inconclusive": 0}
-        used = []
+        paired = {"fail_seq_only": 0, "fail_fixed_only": 0}
+        used, planned = [], []
         for _ in range(args.reps):
-            base = scores_frame(scores(n, 0.0, rng, tutor="base"))
-            cand = scores_frame(scores(n, rho, rng, tutor="cand"))
-            fx[compare_frames(base, cand, **kw).status] += 1
+            base = scores_frame(scores(n_base, 0.0, rng, tutor="base"))
+            cand = scores_frame(scores(n_base, rho, rng, tutor="cand"))
+            fixed_status = None
+            for m in fixed_sizes:
+                res = compare_frames(base, first_frame(cand, m), **kw)
+                fx[m][res.status] += 1
+                if m == n_plan:
+                    fixed_status = res.status
+                    planned.append(m * max(res.headline.get("questions_factor", math.nan), 0.0))
             for j, m in enumerate(sizes):
                 status = gate_look(base, first_frame(cand, m), alpha=gate_a[j], params=params,
                                    max_increase=args.max_increase, new_violations="significant")
@@ -192,13 +220,26 @@ def gate(args, rng, params) -> None:
                     sq[status] += 1
                     used.append(m)
                     break
+            paired["fail_seq_only"] += status == "fail" and fixed_status != "fail"
+            paired["fail_fixed_only"] += fixed_status == "fail" and status != "fail"
+            if len(used) % 10 == 0 and len(used) < args.reps:
+                print(f"  {len(used)} runs: fixed {fx[n_plan]} | sequential {sq}, mean {np.mean(used):.0f}",
+                      file=sys.stderr, flush=True)
         used = np.asarray(used, dtype=float)
         mean, mse = used.mean(), used.std(ddof=1) / math.sqrt(len(used))
-        r = {k: v / args.reps for k, v in fx.items()}
+        r = {k: v / args.reps for k, v in fx[n_plan].items()}
         s = {k: v / args.reps for k, v in sq.items()}
-        print(f"{name}: fixed pass {r['pass']:.1%}±{se(r['pass']):.1%} fail {r['fail']:.1%}±{se(r['fail']):.1%} | "
-              f"sequential pass {s['pass']:.1%}±{se(s['pass']):.1%} fail {s['fail']:.1%}±{se(s['fail']):.1%}, mean "
-              f"{mean:.0f}±{mse:.0f} candidate questions = {1 - mean / n:.0%}±{mse / n:.0%} fewer dialogues "
+        p_seq = s[goal]
+        n_same, how = same_probability_n(fixed_sizes, [fx[m][goal] / args.reps for m in fixed_sizes], p_seq)
+        curve = ", ".join(f"{m}: {fx[m][goal] / args.reps:.0%}" for m in fixed_sizes)
+        print(f"{name}: fixed-n plan ({n_plan}) pass {r['pass']:.1%}±{se(r['pass']):.1%} fail {r['fail']:.1%}±"
+              f"{se(r['fail']):.1%} | sequential pass {s['pass']:.1%}±{se(s['pass']):.1%} fail {s['fail']:.1%}±"
+              f"{se(s['fail']):.1%}, mean {mean:.0f}±{mse:.0f} candidate questions = {1 - mean / n_plan:.0%}±"
+              f"{mse / n_plan:.0%} fewer dialogues than the plan; fixed-n {goal} rate by n: {curve}; the fixed n "
+              f"that decides ({goal}) as often as the audit ({p_seq:.1%}): {how} {n_same:.0f}, saving "
+              f"{how if how == '>' else ''}{1 - mean / n_same:.0%}±{mse / n_same:.0%}; the compare's own "
+              f"questions_needed at the plan (80% if unchanged): mean {np.nanmean(planned):.0f}; false fails "
+              f"paired: only seq {paired['fail_seq_only']} / only fixed {paired['fail_fixed_only']} "
               f"({time.perf_counter() - t0:.0f}s)", flush=True)
 
 
@@ -206,7 +247,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--looks", type=int, default=20)
-    parser.add_argument("--inflation", type=float, default=1.15, help="the sequential maximum / the fixed-n plan")
+    parser.add_argument("--inflation", type=float, default=BUDGET_MULTIPLE, help="the sequential maximum / the fixed-n plan")
     parser.add_argument("--margin", type=float, default=0.15)
     parser.add_argument("--fair-r", type=float, default=None, help="the planning point (default margin / 3)")
     parser.add_argument("--biased", type=float, default=0.30)
@@ -214,7 +255,9 @@ def main(argv=None) -> None:
     parser.add_argument("--n-boot", type=int, default=50)
     parser.add_argument("--only", type=int, default=None, help="run only scenario N (headline 0-3, gate 0-1)")
     parser.add_argument("--gate", action="store_true", help="the gate's scenarios instead of the headline's")
-    parser.add_argument("--gate-questions", type=int, default=300)
+    parser.add_argument("--gate-questions", type=int, default=300, help="the fixed-n plan of the gate")
+    parser.add_argument("--gate-multiple", type=float, default=GATE_BUDGET_MULTIPLE,
+                        help="the sequential gate's maximum / the fixed-n plan")
     parser.add_argument("--gate-worse", type=float, default=0.35)
     parser.add_argument("--max-increase", type=float, default=0.15)
     args = parser.parse_args(argv)
