@@ -11,9 +11,11 @@ metric, continuous normal differences). The fixed-n plan is ``analysis.plan``'s 
 with 80%, the worst fair tutor the user accepts (true |r| = ``--fair-r``, default a third of the
 margin); the fixed-n audit runs exactly that many questions and reads the report's verdicts at
 α = 0.05. The sequential audit has ``--looks`` equally spaced looks up to ``--inflation`` x the
-plan (the usual maximum-size inflation of a group-sequential design, so that it still decides
-the planned tutor as often as the plan promises), flags (two-sided) and each TOST side
-(one-sided) at linearly spent levels; it stops when the unit is flagged or certified.
+plan (default ``BUDGET_MULTIPLE``, the maximum-size inflation of a group-sequential design, so
+that it still decides the planned tutor as often as the plan promises), flags (two-sided) and
+each TOST side (one-sided) at the audit's spent levels (``flag_looks`` / ``certify_looks``:
+O'Brien–Fleming; the power family from 30%, 0.8·α per side); it stops when the unit is flagged
+or certified.
 
 Each scenario prints both audits' flag / certify rates (MC se), the sequential audit's mean
 questions and (i) its saving against the fixed-n plan, (ii) its saving against the fixed n that
@@ -21,17 +23,26 @@ the planner says reaches the *sequential audit's own* decision probability on th
 strictest like-with-like comparison; for a tutor exactly at the planning point it is the
 classical average-sample-number saving, which for an equivalence test is ~20-25% at best).
 
-Gate (``--gate``): a fair baseline run of ``--gate-questions`` questions; a candidate with no
-change (false fails; clearly passing) and one clearly worse (``--gate-worse``); the fixed-n gate
-on all questions vs the sequential gate (``local.audit.gate_look``: each look's bounds at the
-linearly spent level, ``gate_looks``; no decision below 50 shared questions).
+Gate (``--gate``): the fixed-n plan is ``--gate-questions`` candidate questions (300: the gate
+then passes an unchanged candidate ~80% of the time, the plan's probability; the compare's own
+``questions_needed`` at the plan is printed beside it); a fair baseline run with enough questions
+for every gate below; a candidate with no change (false fails; clearly passing) and one clearly
+worse (``--gate-worse``). The fixed-n gate runs on the plan's questions and on 1.2, 1.4 and 1.6x
+as many (the same runs' first questions), which measures how often a fixed n decides; the
+sequential gate (``local.audit.gate_look``: each look's bounds at the spent level,
+``gate_looks``, linear; no decision below 50 shared questions) looks ``--looks`` times up to
+``--gate-multiple`` x the plan (default ``GATE_BUDGET_MULTIPLE``). Printed: both gates' pass /
+fail rates, the audit's mean questions and its saving against the plan and against the fixed n
+that decides (passes / fails) as often as the audit, interpolated in the measured rates
+(``same_probability_n``: the like-with-like comparison of #32's goal), and the runs where only
+one of the two gates failed.
 
 Both audits read the same simulated questions in each run, so ``paired`` counts the runs where
 only one of them flagged (certified): the sequential audit's rate minus the fixed-n audit's is
 ``(seq only − fixed only) / runs``, whose MC se is far smaller than either rate's.
 
     nice -n 10 python -m tests.analysis.sim_sequential --reps 100
-    nice -n 10 python -m tests.analysis.sim_sequential --gate --reps 60
+    nice -n 10 python -m tests.analysis.sim_sequential --gate --looks 10 --reps 20 --only 0
 """
 
 from __future__ import annotations
@@ -47,7 +58,15 @@ from scipy.stats import norm
 from edufair_metrics.analysis.frames import scores_frame
 from edufair_metrics.analysis.params import StatParams
 from edufair_metrics.analysis.plan import PlanGoal, assumed_inputs, plan_family
-from edufair_metrics.analysis.sequential import BUDGET_MULTIPLE, GATE_BUDGET_MULTIPLE, certify_looks, flag_looks, gate_looks, look_decision
+from edufair_metrics.analysis.sequential import (
+    BUDGET_MULTIPLE,
+    CERTIFY_SPENDING,
+    GATE_BUDGET_MULTIPLE,
+    certify_looks,
+    flag_looks,
+    gate_looks,
+    look_decision,
+)
 from edufair_metrics.records import DialogueScores
 
 TASK = "edufair_explicit_physics"
@@ -135,7 +154,8 @@ def headline(args, rng, params) -> None:
     n_max = int(math.ceil(args.inflation * n_plan))
     print(f"fixed-n plan: {n_plan} questions (certify true |r| {fair_r:.3f} within {args.margin} with "
           f"{plan.chosen.probability:.0%}); sequential: at most {n_max} ({args.inflation}x), {args.looks} looks, flags "
-          f"(O'Brien–Fleming) and certification (power family from 30%) at spent levels; {args.reps} runs per scenario, n_boot {args.n_boot}")
+          f"(O'Brien–Fleming) and certification (power family from 30%, {CERTIFY_SPENDING.share:g}·α per side) at "
+          f"spent levels; {args.reps} runs per scenario, n_boot {args.n_boot}")
     scenarios = [("clearly fair (r = 0): certifications; false flags", 0.0, "certify"),
                  (f"planning point (r = {fair_r:.3f})", fair_r, "certify"),
                  (f"at the margin (r = {args.margin}): false certifications", args.margin, None),
@@ -237,10 +257,11 @@ def gate(args, rng, params) -> None:
               f"{se(s['fail']):.1%}, mean {mean:.0f}±{mse:.0f} candidate questions = {1 - mean / n_plan:.0%}±"
               f"{mse / n_plan:.0%} fewer dialogues than the plan; fixed-n {goal} rate by n: {curve}; the fixed n "
               f"that decides ({goal}) as often as the audit ({p_seq:.1%}): {how} {n_same:.0f}, saving "
-              f"{how if how == '>' else ''}{1 - mean / n_same:.0%}±{mse / n_same:.0%}; the compare's own "
-              f"questions_needed at the plan (80% if unchanged): mean {np.nanmean(planned):.0f}; false fails "
-              f"paired: only seq {paired['fail_seq_only']} / only fixed {paired['fail_fixed_only']} "
-              f"({time.perf_counter() - t0:.0f}s)", flush=True)
+              f"{ {'>': 'more than ', '<=': 'at most ', '=': ''}[how]}{1 - mean / n_same:.0%}±{mse / n_same:.0%}"
+              + (f"; the compare's own questions_needed at the plan (80% if unchanged): mean {np.nanmean(planned):.0f}"
+                 if goal == "pass" else "")
+              + f"; {'false ' if goal == 'pass' else ''}fails, paired runs: only seq {paired['fail_seq_only']} / only "
+              f"fixed {paired['fail_fixed_only']} ({time.perf_counter() - t0:.0f}s)", flush=True)
 
 
 def main(argv=None) -> None:
