@@ -28,8 +28,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the tutor's decoding over the task's (k=v,...), as lm_eval --gen_kwargs")
     parser.add_argument("--metadata", default=None, help="task metadata JSON, as lm_eval --metadata: {\"edufair\": {...}}")
     parser.add_argument("--out", type=Path, required=True, help="the audit's run folder (new, empty, or an audit to resume)")
-    parser.add_argument("--budget", type=int, required=True, help="the most dialogues the audit may run (designed for ~1.15 x the dialogues `edufair plan` prints: "
-                             "no certification before 30%% of it)")
+    parser.add_argument("--budget", type=int, required=True, help="the most dialogues the audit may run (designed for ~1.3 x the dialogues `edufair plan` prints, "
+                             "~1.4 x the questions `edufair compare` needs for --until gate: no certification before "
+                             "30%% of it)")
     parser.add_argument("--batch", type=int, default=20, help="questions per batch (default %(default)s)")
     parser.add_argument("--until", choices=UNTIL, default="units",
                         help="stop when: flag = a headline unit is flagged; certify = every headline unit certified; "

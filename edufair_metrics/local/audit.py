@@ -21,7 +21,8 @@ with the same decisions as an uninterrupted one.
 
 Levels (``analysis.sequential``, its docstring says why): flags at the O'Brien–Fleming-type
 two-sided level of each look (``flag_looks``), each TOST side of a certification at the one-sided
-level of a power-family spending that spends nothing before 30% of the budget (``certify_looks``).
+level of a power-family spending that spends nothing before 30% of the budget and 0.8·α in all
+(``certify_looks``).
 The CI gate (``--until gate``): at each look ``analysis.compare.compare_frames`` against the
 baseline's frame on the questions both share, each of its one-sided bounds (pass: the upper one
 below the threshold; fail: the lower one above it, or a new flag whose change is significant

@@ -12,6 +12,23 @@ equally spaced looks up to its inflation x the plan. Printed per design and true
 certify rates and the saving of dialogues against the plan, each with its MC se.
 
     nice -n 10 python -m tests.analysis.design_sequential --paths 100000
+
+``--gate``: the CI gate in the same spirit (``sim_sequential --gate`` measures it on the gate's own
+verdicts). At no change the gate's change of the mean unbiased r² has the variance of a mean of
+squares at ρ = 0, which falls as 1/n² (``compare``'s B part): Δ̂(n) = W(n²)/n² (a degenerate
+U-statistic: Cov(Δ̂_m, Δ̂_n) = Var Δ̂_n), so the pass statistic (τ − Δ̂)/se grows *linearly* in n,
+τ/se = ``K0``·n/plan with K0 = 2.53 at the fixed-n plan that passes 80% (1.645 + 0.84 ≈ 2.49; the
+exact null variance 2·(2·V0²)/n² of a fair baseline and candidate at 300 questions and τ = M² =
+0.0225 give 2.53). The decision is thus nearly a function of n (the fixed n for 99% is only 1.6x
+the plan's for 80%, 2.5x for a Brownian statistic), and a sequential gate cannot stop much before
+the plan when it must pass as often. Clearly worse (0 -> 0.35): the change Δ̂/se is Brownian in n
+with drift ``K1``·√(n/plan) (K1 = 2.75: the new-flag rule's unit change at 300 questions), failing
+at Z >= the look's boundary. Printed per budget multiple and spending: the pass / fail rate, the
+mean candidate questions, the saving against the plan and against the fixed n with the same
+decision probability (closed form above), and the false-pass rate at Δ = τ (the pass bound's H0;
+the variance there is A/n + B/n², A = 3.9e-4, B = 7.9e-5 at 300 questions: mostly Brownian).
+
+    nice -n 10 python -m tests.analysis.design_sequential --gate --paths 40000
 """
 
 from __future__ import annotations
@@ -23,6 +40,7 @@ import numpy as np
 from scipy.stats import norm
 
 from edufair_metrics.analysis.sequential import (
+    BUDGET_MULTIPLE,
     CERTIFY_SPENDING,
     FLAG_SPENDING,
     Spending,
@@ -51,9 +69,16 @@ def simulate(rho, sizes, flag_z, cert_z, margin, paths, rng):
 def designs(args):
     """(name, inflation, flag spending, certification spending) of the designs compared."""
     linear = Spending("power", 0.0, 1.0)
+    full = Spending("power", CERTIFY_SPENDING.start, CERTIFY_SPENDING.rho)  # all of α per TOST side
     return [
-        ("the audit's (flags O'Brien-Fleming, certify power rho=%g from %g)" % (CERTIFY_SPENDING.rho, CERTIFY_SPENDING.start),
+        ("the audit's (flags O'Brien-Fleming, certify power rho=%g from %g, %g alpha per side)"
+         % (CERTIFY_SPENDING.rho, CERTIFY_SPENDING.start, CERTIFY_SPENDING.share),
          args.inflation, FLAG_SPENDING, CERTIFY_SPENDING),
+        ("the previous design (all of alpha per TOST side, 1.15x)", 1.15, FLAG_SPENDING, full),
+        ("all of alpha per TOST side at the audit's budget", args.inflation, FLAG_SPENDING, full),
+        ("0.74 alpha per TOST side (the fixed n's 3.7%)", args.inflation, FLAG_SPENDING,
+         Spending("power", CERTIFY_SPENDING.start, CERTIFY_SPENDING.rho, 0.74)),
+        ("the audit's certification at 1.25x", 1.25, FLAG_SPENDING, CERTIFY_SPENDING),
         ("the first linear version (linear both, 1.2x)", 1.2, linear, linear),
         ("linear certification from 0 (same flags)", args.inflation, FLAG_SPENDING, linear),
         ("linear flags (same certification)", args.inflation, linear, CERTIFY_SPENDING),
@@ -61,15 +86,75 @@ def designs(args):
     ]
 
 
+GATE_PLAN, K0, K1 = 300, 2.53, 2.75
+
+
+def gate_paths(sizes, c, paths, rng, kind):
+    """Per path and look: does the gate decide there (``nochange``: pass; ``worse``: fail;
+    ``margin``: a false pass at Δ = τ)? No decision below 50 shared questions (``local.audit``)."""
+    m = np.asarray(sizes, dtype=float)
+
+    def bm(times):
+        return (rng.normal(size=(paths, times.size)) * np.sqrt(np.diff(np.r_[0, times]))).cumsum(axis=1)
+
+    if kind == "nochange":
+        z = K0 * m / GATE_PLAN - bm(m * m) / m
+    elif kind == "worse":
+        z = K1 * np.sqrt(m / GATE_PLAN) + bm(m) / np.sqrt(m)
+    else:
+        a, b, tau = 3.9e-4, 7.9e-5, 0.0225
+        d = tau + math.sqrt(a * GATE_PLAN) * bm(m) / m + math.sqrt(b) * GATE_PLAN * bm(m * m) / (m * m)
+        z = (tau - d) / np.sqrt(a * GATE_PLAN / m + b * (GATE_PLAN / m) ** 2)
+    return (z >= c) & (m >= 50)
+
+
+def gate_designs(args):
+    from edufair_metrics.analysis.sequential import GATE_BUDGET_MULTIPLE, GATE_SPENDING
+
+    linear = Spending("power", 0.0, 1.0)
+    return [(f"the audit's gate (linear, {GATE_BUDGET_MULTIPLE}x)", GATE_BUDGET_MULTIPLE, GATE_SPENDING),
+            ("linear, 1.0x (the budget of the earlier benchmark)", 1.0, linear), ("linear, 1.3x", 1.3, linear),
+            ("linear, 1.6x", 1.6, linear), ("power rho=2, 1.4x", 1.4, Spending("power", 0.0, 2.0)),
+            ("O'Brien-Fleming, 1.4x", 1.4, Spending("obf")), ("power rho=1/2 from 0.3, 1.4x", 1.4, Spending("power", 0.3, 0.5))]
+
+
+def gate_main(args) -> None:
+    rng = np.random.default_rng(args.seed)
+    same = {"nochange": lambda p: GATE_PLAN * (norm.isf(0.05) + norm.ppf(min(p, 0.999))) / K0,
+            "worse": lambda p: GATE_PLAN * ((norm.isf(0.05) + norm.ppf(min(p, 0.999))) / K1) ** 2}
+    print(f"fixed n = {GATE_PLAN}: pass {norm.cdf(K0 - norm.isf(0.05)):.1%} at no change, fail "
+          f"{norm.cdf(K1 - norm.isf(0.05)):.1%} when clearly worse")
+    for name, mult, spending in gate_designs(args):
+        n_max = math.ceil(mult * GATE_PLAN)
+        sizes = [round(n_max * j / args.looks) for j in range(1, args.looks + 1)]
+        c = np.array([lk.boundary for lk in boundaries([s / n_max for s in sizes], 0.05, spending=spending, sides=1)])
+        parts = []
+        for kind in ("nochange", "worse"):
+            ok = gate_paths(sizes, c, args.paths, rng, kind)
+            stop = ok.copy()
+            stop[:, -1] = True
+            k = stop.argmax(axis=1)
+            p, n = ok[np.arange(args.paths), k].mean(), np.asarray(sizes, dtype=float)[k]
+            parts.append(f"{kind}: decided {p:.1%} after {n.mean():.0f}, saving {1 - n.mean() / GATE_PLAN:.0%} vs the "
+                         f"plan, {1 - n.mean() / same[kind](p):.0%} vs the fixed n for {p:.1%} ({same[kind](p):.0f})")
+        fp = gate_paths(sizes, c, args.paths, rng, "margin").any(axis=1).mean()
+        print(f"{name}, {args.looks} looks to {n_max}:\n  " + "\n  ".join(parts)
+              + f"\n  false pass at the margin {fp:.2%}±{math.sqrt(fp * (1 - fp) / args.paths):.2%}", flush=True)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--paths", type=int, default=100_000)
     parser.add_argument("--looks", type=int, default=20)
-    parser.add_argument("--inflation", type=float, default=1.15)
+    parser.add_argument("--inflation", type=float, default=BUDGET_MULTIPLE)
     parser.add_argument("--margin", type=float, default=0.15)
     parser.add_argument("--plan", type=int, default=826)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--gate", action="store_true", help="the CI gate's design (module docstring)")
     args = parser.parse_args(argv)
+    if args.gate:
+        args.looks = 10 if args.looks == 20 else args.looks  # the gate's benchmark: 10 looks
+        return gate_main(args)
     rhos = (0.0, args.margin / 3, args.margin, 2 * args.margin)
     se = lambda p: math.sqrt(max(p * (1 - p), 1e-12) / args.paths)  # noqa: E731
 

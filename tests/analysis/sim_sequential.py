@@ -11,9 +11,11 @@ metric, continuous normal differences). The fixed-n plan is ``analysis.plan``'s 
 with 80%, the worst fair tutor the user accepts (true |r| = ``--fair-r``, default a third of the
 margin); the fixed-n audit runs exactly that many questions and reads the report's verdicts at
 α = 0.05. The sequential audit has ``--looks`` equally spaced looks up to ``--inflation`` x the
-plan (the usual maximum-size inflation of a group-sequential design, so that it still decides
-the planned tutor as often as the plan promises), flags (two-sided) and each TOST side
-(one-sided) at linearly spent levels; it stops when the unit is flagged or certified.
+plan (default ``BUDGET_MULTIPLE``, the maximum-size inflation of a group-sequential design, so
+that it still decides the planned tutor as often as the plan promises), flags (two-sided) and
+each TOST side (one-sided) at the audit's spent levels (``flag_looks`` / ``certify_looks``:
+O'Brien–Fleming; the power family from 30%, 0.8·α per side); it stops when the unit is flagged
+or certified.
 
 Each scenario prints both audits' flag / certify rates (MC se), the sequential audit's mean
 questions and (i) its saving against the fixed-n plan, (ii) its saving against the fixed n that
@@ -21,17 +23,26 @@ the planner says reaches the *sequential audit's own* decision probability on th
 strictest like-with-like comparison; for a tutor exactly at the planning point it is the
 classical average-sample-number saving, which for an equivalence test is ~20-25% at best).
 
-Gate (``--gate``): a fair baseline run of ``--gate-questions`` questions; a candidate with no
-change (false fails; clearly passing) and one clearly worse (``--gate-worse``); the fixed-n gate
-on all questions vs the sequential gate (``local.audit.gate_look``: each look's bounds at the
-linearly spent level, ``gate_looks``; no decision below 50 shared questions).
+Gate (``--gate``): the fixed-n plan is ``--gate-questions`` candidate questions (300: the gate
+then passes an unchanged candidate ~80% of the time, the plan's probability; the compare's own
+``questions_needed`` at the plan is printed beside it); a fair baseline run with enough questions
+for every gate below; a candidate with no change (false fails; clearly passing) and one clearly
+worse (``--gate-worse``). The fixed-n gate runs on the plan's questions and on 1.2, 1.4 and 1.6x
+as many (the same runs' first questions), which measures how often a fixed n decides; the
+sequential gate (``local.audit.gate_look``: each look's bounds at the spent level,
+``gate_looks``, linear; no decision below 50 shared questions) looks ``--looks`` times up to
+``--gate-multiple`` x the plan (default ``GATE_BUDGET_MULTIPLE``). Printed: both gates' pass /
+fail rates, the audit's mean questions and its saving against the plan and against the fixed n
+that decides (passes / fails) as often as the audit, interpolated in the measured rates
+(``same_probability_n``: the like-with-like comparison of #32's goal), and the runs where only
+one of the two gates failed.
 
 Both audits read the same simulated questions in each run, so ``paired`` counts the runs where
 only one of them flagged (certified): the sequential audit's rate minus the fixed-n audit's is
 ``(seq only − fixed only) / runs``, whose MC se is far smaller than either rate's.
 
     nice -n 10 python -m tests.analysis.sim_sequential --reps 100
-    nice -n 10 python -m tests.analysis.sim_sequential --gate --reps 60
+    nice -n 10 python -m tests.analysis.sim_sequential --gate --looks 10 --reps 20 --only 0
 """
 
 from __future__ import annotations
@@ -47,7 +58,15 @@ from scipy.stats import norm
 from edufair_metrics.analysis.frames import scores_frame
 from edufair_metrics.analysis.params import StatParams
 from edufair_metrics.analysis.plan import PlanGoal, assumed_inputs, plan_family
-from edufair_metrics.analysis.sequential import certify_looks, flag_looks, gate_looks, look_decision
+from edufair_metrics.analysis.sequential import (
+    BUDGET_MULTIPLE,
+    CERTIFY_SPENDING,
+    GATE_BUDGET_MULTIPLE,
+    certify_looks,
+    flag_looks,
+    gate_looks,
+    look_decision,
+)
 from edufair_metrics.records import DialogueScores
 
 TASK = "edufair_explicit_physics"
@@ -135,7 +154,8 @@ def headline(args, rng, params) -> None:
     n_max = int(math.ceil(args.inflation * n_plan))
     print(f"fixed-n plan: {n_plan} questions (certify true |r| {fair_r:.3f} within {args.margin} with "
           f"{plan.chosen.probability:.0%}); sequential: at most {n_max} ({args.inflation}x), {args.looks} looks, flags "
-          f"(O'Brien–Fleming) and certification (power family from 30%) at spent levels; {args.reps} runs per scenario, n_boot {args.n_boot}")
+          f"(O'Brien–Fleming) and certification (power family from 30%, {CERTIFY_SPENDING.share:g}·α per side) at "
+          f"spent levels; {args.reps} runs per scenario, n_boot {args.n_boot}")
     scenarios = [("clearly fair (r = 0): certifications; false flags", 0.0, "certify"),
                  (f"planning point (r = {fair_r:.3f})", fair_r, "certify"),
                  (f"at the margin (r = {args.margin}): false certifications", args.margin, None),
@@ -161,30 +181,58 @@ def headline(args, rng, params) -> None:
         print(line + f" ({time.perf_counter() - t0:.0f}s)", flush=True)
 
 
+FIXED_FACTORS = (1.0, 1.2, 1.4, 1.6)  # the fixed-n gates run beside the audit (x the plan)
+
+
+def same_probability_n(sizes, rates, p) -> tuple[float, str]:
+    """The fixed n that decides with probability ``p``, linearly interpolated in the measured
+    decision rates of the fixed-n gates at ``sizes`` (made non-decreasing); beyond the largest:
+    (its size, ">")."""
+    rates = np.maximum.accumulate(np.asarray(rates, dtype=float))
+    if p <= rates[0]:
+        return float(sizes[0]), "<="
+    for (n0, r0), (n1, r1) in zip(zip(sizes, rates), zip(sizes[1:], rates[1:])):
+        if r0 < p <= r1:
+            return float(n0 + (n1 - n0) * (p - r0) / (r1 - r0)), "="
+    return float(sizes[-1]), ">"
+
+
 def gate(args, rng, params) -> None:
     from edufair_metrics.analysis.compare import compare_frames
     from edufair_metrics.local.audit import gate_look
 
-    n = args.gate_questions
-    sizes = look_sizes(n, args.looks)
-    gate_a = [lk.nominal_alpha for lk in gate_looks([m / n for m in sizes])]
+    n_plan = args.gate_questions
+    n_max = int(math.ceil(args.gate_multiple * n_plan))
+    fixed_sizes = [int(round(f * n_plan)) for f in FIXED_FACTORS]
+    n_base = max(n_max, fixed_sizes[-1])
+    sizes = look_sizes(n_max, args.looks)
+    gate_a = [lk.nominal_alpha for lk in gate_looks([m / n_max for m in sizes])]
     kw = dict(n_boot=params.n_boot, seed=0, min_pairs=params.min_pairs, max_increase=args.max_increase,
               equivalence_margin=params.equivalence_margin)
-    print(f"gate: fair baseline of {n} questions, margin --max-increase {args.max_increase}; sequential: "
-          f"{args.looks} looks, each bound at the linearly spent level; {args.reps} runs per scenario")
+    print(f"gate: a fair baseline of {n_base} questions, margin --max-increase {args.max_increase}; the fixed-n "
+          f"plan: {n_plan} candidate questions (fixed-n gates also at {fixed_sizes}); sequential: {args.looks} looks "
+          f"up to {n_max} ({args.gate_multiple}x the plan), each bound at the spent level (gate_looks); "
+          f"{args.reps} runs per scenario")
     se = lambda p: math.sqrt(max(p * (1 - p), 1e-9) / args.reps)  # noqa: E731
-    for i, (name, rho) in enumerate((("no change (r = 0 -> 0): false fails; clearly passing", 0.0),
-                                     (f"clearly worse (r = 0 -> {args.gate_worse})", args.gate_worse))):
+    for i, (name, rho, goal) in enumerate((("no change (r = 0 -> 0): false fails; clearly passing", 0.0, "pass"),
+                                           (f"clearly worse (r = 0 -> {args.gate_worse})", args.gate_worse, "fail"))):
         if args.only is not None and i != args.only:
             continue
         t0 = time.perf_counter()
-        fx = {"pass": 0, "fail": 0, "inconclusive": 0}
+        fx = {m: {"pass": 0, "fail": 0, "inconclusive": 0} for m in fixed_sizes}
         sq = {"pass": 0, "fail": 0, "inconclusive": 0}
-        used = []
+        paired = {"fail_seq_only": 0, "fail_fixed_only": 0}
+        used, planned = [], []
         for _ in range(args.reps):
-            base = scores_frame(scores(n, 0.0, rng, tutor="base"))
-            cand = scores_frame(scores(n, rho, rng, tutor="cand"))
-            fx[compare_frames(base, cand, **kw).status] += 1
+            base = scores_frame(scores(n_base, 0.0, rng, tutor="base"))
+            cand = scores_frame(scores(n_base, rho, rng, tutor="cand"))
+            fixed_status = None
+            for m in fixed_sizes:
+                res = compare_frames(base, first_frame(cand, m), **kw)
+                fx[m][res.status] += 1
+                if m == n_plan:
+                    fixed_status = res.status
+                    planned.append(m * max(res.headline.get("questions_factor", math.nan), 0.0))
             for j, m in enumerate(sizes):
                 status = gate_look(base, first_frame(cand, m), alpha=gate_a[j], params=params,
                                    max_increase=args.max_increase, new_violations="significant")
@@ -192,21 +240,35 @@ def gate(args, rng, params) -> None:
                     sq[status] += 1
                     used.append(m)
                     break
+            paired["fail_seq_only"] += status == "fail" and fixed_status != "fail"
+            paired["fail_fixed_only"] += fixed_status == "fail" and status != "fail"
+            if len(used) % 10 == 0 and len(used) < args.reps:
+                print(f"  {len(used)} runs: fixed {fx[n_plan]} | sequential {sq}, mean {np.mean(used):.0f}",
+                      file=sys.stderr, flush=True)
         used = np.asarray(used, dtype=float)
         mean, mse = used.mean(), used.std(ddof=1) / math.sqrt(len(used))
-        r = {k: v / args.reps for k, v in fx.items()}
+        r = {k: v / args.reps for k, v in fx[n_plan].items()}
         s = {k: v / args.reps for k, v in sq.items()}
-        print(f"{name}: fixed pass {r['pass']:.1%}±{se(r['pass']):.1%} fail {r['fail']:.1%}±{se(r['fail']):.1%} | "
-              f"sequential pass {s['pass']:.1%}±{se(s['pass']):.1%} fail {s['fail']:.1%}±{se(s['fail']):.1%}, mean "
-              f"{mean:.0f}±{mse:.0f} candidate questions = {1 - mean / n:.0%}±{mse / n:.0%} fewer dialogues "
-              f"({time.perf_counter() - t0:.0f}s)", flush=True)
+        p_seq = s[goal]
+        n_same, how = same_probability_n(fixed_sizes, [fx[m][goal] / args.reps for m in fixed_sizes], p_seq)
+        curve = ", ".join(f"{m}: {fx[m][goal] / args.reps:.0%}" for m in fixed_sizes)
+        print(f"{name}: fixed-n plan ({n_plan}) pass {r['pass']:.1%}±{se(r['pass']):.1%} fail {r['fail']:.1%}±"
+              f"{se(r['fail']):.1%} | sequential pass {s['pass']:.1%}±{se(s['pass']):.1%} fail {s['fail']:.1%}±"
+              f"{se(s['fail']):.1%}, mean {mean:.0f}±{mse:.0f} candidate questions = {1 - mean / n_plan:.0%}±"
+              f"{mse / n_plan:.0%} fewer dialogues than the plan; fixed-n {goal} rate by n: {curve}; the fixed n "
+              f"that decides ({goal}) as often as the audit ({p_seq:.1%}): {how} {n_same:.0f}, saving "
+              f"{ {'>': 'more than ', '<=': 'at most ', '=': ''}[how]}{1 - mean / n_same:.0%}±{mse / n_same:.0%}"
+              + (f"; the compare's own questions_needed at the plan (80% if unchanged): mean {np.nanmean(planned):.0f}"
+                 if goal == "pass" else "")
+              + f"; {'false ' if goal == 'pass' else ''}fails, paired runs: only seq {paired['fail_seq_only']} / only "
+              f"fixed {paired['fail_fixed_only']} ({time.perf_counter() - t0:.0f}s)", flush=True)
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--looks", type=int, default=20)
-    parser.add_argument("--inflation", type=float, default=1.15, help="the sequential maximum / the fixed-n plan")
+    parser.add_argument("--inflation", type=float, default=BUDGET_MULTIPLE, help="the sequential maximum / the fixed-n plan")
     parser.add_argument("--margin", type=float, default=0.15)
     parser.add_argument("--fair-r", type=float, default=None, help="the planning point (default margin / 3)")
     parser.add_argument("--biased", type=float, default=0.30)
@@ -214,7 +276,9 @@ def main(argv=None) -> None:
     parser.add_argument("--n-boot", type=int, default=50)
     parser.add_argument("--only", type=int, default=None, help="run only scenario N (headline 0-3, gate 0-1)")
     parser.add_argument("--gate", action="store_true", help="the gate's scenarios instead of the headline's")
-    parser.add_argument("--gate-questions", type=int, default=300)
+    parser.add_argument("--gate-questions", type=int, default=300, help="the fixed-n plan of the gate")
+    parser.add_argument("--gate-multiple", type=float, default=GATE_BUDGET_MULTIPLE,
+                        help="the sequential gate's maximum / the fixed-n plan")
     parser.add_argument("--gate-worse", type=float, default=0.35)
     parser.add_argument("--max-increase", type=float, default=0.15)
     args = parser.parse_args(argv)

@@ -68,7 +68,7 @@ def test_the_level_argument_is_used_and_more_alpha_lowers_every_boundary():
     loose = boundaries([0.5, 1.0], 0.10)
     assert all(a.boundary > b.boundary for a, b in zip(strict, loose))
     assert strict[-1].spent == pytest.approx(0.01) and loose[-1].spent == pytest.approx(0.10)
-    # the audit's flag looks: two-sided, at the audit's (linear) spending, and the level is used there too
+    # the audit's flag looks: two-sided, at the audit's (O'Brien-Fleming) spending, and the level is used there too
     audit_loose = boundaries([0.5, 1.0], 0.10, spending=FLAG_SPENDING)
     assert nominal_levels([0.5, 1.0], 0.10) == pytest.approx([lk.nominal_alpha for lk in audit_loose])
     assert all(a < b for a, b in zip(nominal_levels([0.5, 1.0], 0.01), nominal_levels([0.5, 1.0], 0.10)))
@@ -184,11 +184,15 @@ def test_the_power_family_by_hand():
     assert f(0.65, 0.05) == pytest.approx(0.05 * math.sqrt(0.5))  # u = (0.65 - 0.3) / 0.7 = 1/2
     assert f(0.3, 0.05) == 0.0 and f(0.2, 0.05) == 0.0  # nothing at or before the start
     assert f(1.0, 0.05) == pytest.approx(0.05) and f(1.7, 0.05) == pytest.approx(0.05)  # all of α, no more
+    part = Spending("power", start=0.3, rho=0.5, share=0.8)  # a share of α: the same shape, scaled
+    assert part(0.65, 0.05) == pytest.approx(0.8 * f(0.65, 0.05)) and part(1.7, 0.05) == pytest.approx(0.04)
+    assert Spending("obf", share=0.5)(0.6, 0.05) == pytest.approx(0.5 * Spending("obf")(0.6, 0.05))
     assert Spending("power")(0.4, 0.1) == pytest.approx(0.04)  # rho = 1, start 0: linear α·t
     assert sequential.spent(0.4, 0.1, "linear") == pytest.approx(0.04)
     # O'Brien-Fleming type from a start: the closed form on u
     assert Spending("obf", start=0.5)(0.75, 0.05) == pytest.approx(2 - 2 * norm.cdf(norm.ppf(0.975) / math.sqrt(0.5)))
-    for bad in (dict(kind="pocock"), dict(start=1.0), dict(start=-0.1), dict(rho=0.0)):
+    for bad in (dict(kind="pocock"), dict(start=1.0), dict(start=-0.1), dict(rho=0.0), dict(share=0.0),
+                dict(share=1.2)):
         with pytest.raises(EduFairError):
             Spending(**bad)
 
@@ -196,33 +200,38 @@ def test_the_power_family_by_hand():
 def test_the_audits_design_is_the_stated_one():
     """Flags: O'Brien-Fleming type from the first question, two-sided α (α/2 per sign, as the
     fixed-n two-sided test); each TOST side: the power family with rho = 1/2 from 30% of the
-    budget; the gate's bounds: linear. audit.json records them."""
+    budget, 0.8·α in all; the gate's bounds: linear; budgets of 1.3x the plan (1.4x for the gate).
+    audit.json records them."""
     from edufair_metrics.analysis.sequential import CERTIFY_SPENDING, FLAG_SPENDING, GATE_SPENDING, Spending, design
 
+    from edufair_metrics.analysis.sequential import BUDGET_MULTIPLE, GATE_BUDGET_MULTIPLE
+
     assert FLAG_SPENDING == Spending("obf", 0.0, 1.0)
-    assert CERTIFY_SPENDING == Spending("power", 0.3, 0.5)
+    assert CERTIFY_SPENDING == Spending("power", 0.3, 0.5, 0.8)
     assert GATE_SPENDING == Spending("power", 0.0, 1.0)
-    assert design()["certify"] == {"kind": "power", "start": 0.3, "rho": 0.5}
+    assert design()["certify"] == {"kind": "power", "start": 0.3, "rho": 0.5, "share": 0.8}
+    assert (BUDGET_MULTIPLE, GATE_BUDGET_MULTIPLE) == (1.3, 1.4)
 
 
-@pytest.mark.parametrize("sides,looks_fn", [(2, "flag_looks"), (1, "certify_looks"), (1, "gate_looks")])
-def test_the_audits_levels_never_spend_more_than_alpha(sides, looks_fn):
-    """Every look's spent α is the spending function's, non-decreasing, at most α, and all of α at
-    the budget; each nominal level is at most the α spent so far (a look's own test is stricter
-    than the fixed-n one at the same α)."""
+@pytest.mark.parametrize("sides,looks_fn,total", [(2, "flag_looks", 0.05), (1, "certify_looks", 0.04),
+                                                  (1, "gate_looks", 0.05)])
+def test_the_audits_levels_never_spend_more_than_alpha(sides, looks_fn, total):
+    """Every look's spent α is the spending function's, non-decreasing, at most α, and all of its
+    total at the budget (the certification: 0.8·α); each nominal level is at most the α spent so
+    far (a look's own test is stricter than the fixed-n one at the same α)."""
     t = [0.2, 0.31, 0.64, 1.0]
     looks = getattr(sequential, looks_fn)(t, 0.05)
     spent = [lk.spent for lk in looks]
     assert all(b >= a for a, b in zip(spent, spent[1:])) and max(spent) <= 0.05 + 1e-12
-    assert spent[-1] == pytest.approx(0.05)
+    assert spent[-1] == pytest.approx(total)
     assert all(lk.nominal_alpha <= lk.spent + 1e-12 for lk in looks)
     assert all(lk.nominal_alpha == pytest.approx(sides * norm.sf(lk.boundary)) for lk in looks if np.isfinite(lk.boundary))
 
 
 def test_a_look_before_the_start_spends_nothing_and_the_rest_their_share():
     """Certification looks at 0.2 (before the start), 0.65 and 1.0: the first never certifies
-    (boundary inf); P(Z_0.65 >= c) = α(0.65) and P(cross by 1.0) = α (scipy's bivariate normal,
-    corr sqrt(0.65))."""
+    (boundary inf); P(Z_0.65 >= c) = α(0.65) and P(cross by 1.0) = 0.8·α, all it spends (scipy's
+    bivariate normal, corr sqrt(0.65))."""
     from edufair_metrics.analysis.sequential import CERTIFY_SPENDING, certify_looks
 
     first, mid, last = certify_looks([0.2, 0.65, 1.0])
@@ -230,7 +239,7 @@ def test_a_look_before_the_start_spends_nothing_and_the_rest_their_share():
     assert norm.sf(mid.boundary) == pytest.approx(CERTIFY_SPENDING(0.65, 0.05), rel=1e-4)
     inside = multivariate_normal(mean=[0, 0], cov=[[1, math.sqrt(0.65)], [math.sqrt(0.65), 1]]).cdf(
         [mid.boundary, last.boundary], lower_limit=[-np.inf, -np.inf])
-    assert 1 - inside == pytest.approx(0.05, abs=4e-4)
+    assert 1 - inside == pytest.approx(0.04, abs=4e-4)
 
 
 def test_a_look_with_no_flag_level_certifies_but_never_flags(fake_units, monkeypatch):
