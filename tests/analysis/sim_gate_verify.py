@@ -14,7 +14,8 @@ variance to the stable one (``gate_var_bootstrap / gate_se²``); the last lines 
 Also the swap-symmetrised share: baseline and candidate of one case with ``base == cand`` are
 exchangeable and the gate is exactly antisymmetric under their swap (Δ → −Δ, the same se), so each
 rerun has an equally likely twin, the swapped pair, whose decision is read off without running it
-(at the threshold M², the smallest the twin can face: conservative for a pass). The mean of the
+(at the threshold M², the smallest the twin can face: conservative for a pass; printed for the
+fair case only, where a rerun's threshold is M² unless its baseline's bound is > 0). The mean of the
 two per rerun estimates the same probability with a smaller Monte-Carlo error (the sign of Δ, pure
 noise, no longer counts); its se is the SD of the per-rerun means / √reruns.
 """
@@ -72,7 +73,7 @@ def main() -> None:
     med = float(np.median(nd))
     print(f"questions_needed (Δ = 0): median {med:.0f}, range {nd.min() / med:.2f}–{nd.max() / med:.2f}x the median, "
           f"{int(np.sum((nd > 1.3 * med) | (nd < 0.7 * med)))} of {nd.size} outside ±30%")
-    if spec["base"] == spec["cand"]:
+    if spec["base"] == spec["cand"] == {}:  # fair and exchangeable: the twin's threshold is M² in most reruns
         print(f"swap-symmetrised: decided {np.mean(sym):.3f} ± {np.std(sym, ddof=1) / np.sqrt(len(sym)):.3f}")
 
 
