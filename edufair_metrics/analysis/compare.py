@@ -89,16 +89,20 @@ Verdict (M = ``--max-increase``, default 0.05, the largest tolerated rise of the
   ``Φ((τ − Δ)/se' − z) + Φ((Δ − τ)/se' − z)`` with the variance at n' = ``A·n/n' + B·(n/n')²``
   (:func:`questions_factor`). A and B (``questions_var_bias`` / ``questions_var_null``) come from
   :func:`_planning_parts`: B = 2·qᵀ(C∘C)q, the variance of a combination of squared normal r at
-  ρ = 0 (C: the bootstrap covariance of the signed r), and A = the delta-method term 4·ρᵢρⱼ·Cᵢⱼ
-  over the pairs of the same dialogues with unbiased plug-ins (ρᵢ² ≈ r2uᵢ, ρᵢρⱼ ≈ r̂ᵢr̂ⱼ − Cᵢⱼ),
-  bounded at 0 as a sum. At Δ = 0 the threshold is M², the smallest one any rerun faces (the
-  threshold only grows with the baseline's bias): the number is enough at any baseline level and
-  reads only the variance. Why: the printed number used to swing 0.58–1.98x its median over
+  ρ = 0 (C: the bootstrap covariance of the signed r, its blocks between domains set to their
+  value by design, 0: the domains are resampled independently), and A = the delta-method term
+  4·ρᵢρⱼ·Cᵢⱼ over the pairs of the same dialogues with unbiased plug-ins (ρᵢ² ≈ r2uᵢ, ρᵢρⱼ ≈
+  r̂ᵢr̂ⱼ − Cᵢⱼ), less z₀.₉₅ times its own sd at no bias and bounded at 0 (at no bias the plug-in is
+  noise of mean 0: bounded at 0 alone it read a saturated run's noise as bias). At Δ = 0 the
+  threshold is M², the smallest one any rerun faces (the threshold only grows with the baseline's
+  bias): the number is enough at any baseline level and reads only the variance. Why: the printed number used to swing 0.58–1.98x its median over
   reruns of one truth, from (i) the corrected bootstrap variance (its cross terms between
   dialogues that share resampled questions, true value 0, made it vary ~3x at no bias), (ii) each
   pair's ρ² bounded at 0 before summing (≈ 2·V0² per pair of pure noise read as bias, as large as
-  B), (iii) the baseline's lower bound in the threshold (√ of a bound near 0). The headline keys
-  ``questions_factor`` / ``questions_factor_at_estimate`` hold n'/n for every outcome. B is
+  B), (iii) the baseline's lower bound in the threshold (√ of a bound near 0); and, for a much
+  more saturated candidate, (iv) A bounded at 0 alone (0.89–2.23x over 60 fair reruns, now
+  0.92–1.33x). The headline keys ``questions_factor`` / ``questions_factor_at_estimate`` hold n'/n
+  for every outcome. B is
   floored by F before both the plan and the decision (one variance for both), and the
   baseline's lower bound uses A + max(B, F) of the baseline alone (the corrected bootstrap
   variance of one run reached 0 in 2 of 8 fair reruns, putting the bound at the estimate).
@@ -144,6 +148,7 @@ NEW_VIOLATION_POLICIES = ("significant", "any", "ignore")
 
 GATE_STATUSES = ("pass", "fail", "inconclusive")
 GATE_LEVEL = 0.90  # two one-sided 95% bounds
+_Z_GATE = 1.6448536269514722  # z at one-sided 0.05 = ndtri(0.5 + GATE_LEVEL / 2)
 
 
 @dataclass
@@ -243,12 +248,21 @@ def _planning_parts(weights: dict, gate_reps: dict, unit_reps: dict, use_max: bo
 
     * ``b`` (no-bias part, 1/n²): ``2 · qᵀ (C ∘ C) q`` – the variance of a combination of squared
       normal r at ρ = 0, read from the bootstrap covariance C of the signed r of all pairs of the
-      runs (the correlations of the metrics of one dialogue included); a smooth function of C;
+      runs (the correlations of the metrics of one dialogue included); a smooth function of C.
+      Its blocks between domains are 0: the domains are resampled independently, so their true
+      covariance is 0 by design and the bootstrap's is noise, whose square has no sign to cancel
+      (for two runs alike the noise terms of the runs cancel in expectation, for a much more
+      saturated candidate they do not);
     * ``a`` (bias-driven part, 1/n): the delta-method term ``4 Σ_ij q_i q_j C_ij ρ_i ρ_j`` over
       the pairs i, j of *the same dialogues* (the metrics of one contrast pair in one run), with
       the unbiased estimates ρ_i² ≈ r2u_i and ρ_i ρ_j ≈ r̂_i r̂_j − C_ij, the sum (not each pair)
       bounded at 0: bounding each pair's ρ² at 0 adds ≈ 2 V0² per pair at no bias, as large as
-      ``b`` itself, and made the extrapolation read noise as bias.
+      ``b`` itself, and made the extrapolation read noise as bias. At no bias the sum is noise of
+      mean 0 and sd ``4·√(2·tr(GCGC))`` (the variance of the quadratic form r̂ᵀGr̂ for r̂ ≈
+      N(0, C), G = qqᵀ ∘ C on the pairs of the same dialogues, C within domains); ``a`` counts only
+      what exceeds z₀.₉₅ times that sd. Bounded at 0 alone, that noise (large where a few pairs
+      have a large V0: a much more saturated run) read as bias in a quarter of fair reruns and,
+      extrapolated as 1/n, put questions_needed at up to 2.2x its median over reruns of one truth.
 
     The gate's own variance (:func:`_change_variance`) also holds the cross terms between pairs of
     different dialogues that share resampled questions; their estimate r̂_i r̂_j − C_ij (true
@@ -282,12 +296,25 @@ def _planning_parts(weights: dict, gate_reps: dict, unit_reps: dict, use_max: bo
     c = np.cov(arr) if arr.shape[0] > 1 else np.array([[np.var(arr, ddof=1)]])
     c = np.atleast_2d(c)
     q = np.asarray(coef)
-    b = 2.0 * float(q @ (c * c) @ q)
+    # the domains are resampled independently (one index matrix each): between them the covariance
+    # is 0 by design and the bootstrap's is noise, whose square would enter b with no sign to cancel
+    dom = np.array([g[1] for g in group], dtype=object)
+    same_domain = dom[:, None] == dom[None, :]
+    b = 2.0 * float(q @ np.where(same_domain, c * c, 0.0) @ q)
     point = np.asarray(point)
     same = np.array([[gi == gj for gj in group] for gi in group])
     rho2 = np.outer(point, point) - c
     np.fill_diagonal(rho2, np.asarray(r2u))
-    a = max(0.0, 4.0 * float(q @ (np.where(same, c * rho2, 0.0)) @ q))
+    a = 4.0 * float(q @ (np.where(same, c * rho2, 0.0)) @ q)
+    # at no bias this plug-in is noise with mean 0 and sd 4·√(2·tr(GCGC)) (r̂ ≈ N(0, C): the
+    # variance of the quadratic form r̂ᵀGr̂, G = (qqᵀ ∘ C) on the pairs of the same dialogues); only
+    # what exceeds that noise at the one-sided 5% level counts as bias. Bounded at 0 alone, the noise
+    # of a few pairs with large V0 (a saturated run) read as bias and, extrapolated as 1/n, doubled
+    # questions_needed in some fair reruns
+    g = np.where(same, np.outer(q, q) * c, 0.0)
+    gc = g @ np.where(same_domain, c, 0.0)
+    a_sd0 = 4.0 * math.sqrt(max(2.0 * float(np.sum(gc * gc.T)), 0.0))
+    a = max(0.0, a - _Z_GATE * a_sd0)
     return a + a_max, max(b, 0.0)
 
 

@@ -5,10 +5,19 @@
 Fresh pairs of runs of one ``sim_gate`` case at ``--n`` questions per domain (take the median
 ``questions_needed`` that ``sim_gate.py`` printed for that case); prints each rerun's outcome and
 the share decided (pass or fail) with its Monte-Carlo standard error (goal >= 80% for the Δ = 0
-number when the bias is unchanged). Per rerun also z = gate_delta / gate_se (at no bias its spread
-is the calibration of the se the gate decides on: SD(z) <= 1 is a conservative se) and the ratio
-of the corrected bootstrap variance to the stable one (``gate_var_bootstrap / gate_se²``); the
-last line their SD and range. Seeded (seeds 9000+ / 13000+, disjoint from sim_gate's).
+number when the bias is unchanged). Per rerun also ``questions_needed`` (Δ = 0; its median and
+spread over the reruns on the last lines: at n = 150 this is the ±30% check on seeds disjoint
+from sim_gate's), z = gate_delta / gate_se (at no bias its spread is the calibration of the se the
+gate decides on: SD(z) <= 1 is a conservative se) and the ratio of the corrected bootstrap
+variance to the stable one (``gate_var_bootstrap / gate_se²``); the last lines their SD and range. Seeded (seeds 9000+ / 13000+, disjoint from sim_gate's).
+
+Also the swap-symmetrised share: baseline and candidate of one case with ``base == cand`` are
+exchangeable and the gate is exactly antisymmetric under their swap (Δ → −Δ, the same se), so each
+rerun has an equally likely twin, the swapped pair, whose decision is read off without running it
+(at the threshold M², the smallest the twin can face: conservative for a pass; printed for the
+fair case only, where a rerun's threshold is M² unless its baseline's bound is > 0). The mean of the
+two per rerun estimates the same probability with a smaller Monte-Carlo error (the sign of Δ, pure
+noise, no longer counts); its se is the SD of the per-rerun means / √reruns.
 """
 
 from __future__ import annotations
@@ -34,22 +43,38 @@ def main() -> None:
     args = ap.parse_args()
     name = list(CASES)[args.case - 1]
     spec = CASES[name]
-    decided, zs, ratios = [], [], []
+    from scipy.special import ndtri
+
+    from edufair_metrics.analysis.compare import gate_threshold
+
+    z = float(ndtri(0.95))
+    decided, zs, ratios, sym, needed = [], [], [], [], []
     for rep in range(args.first, args.first + args.reps):
         base = run_frame(args.n, 9000 + rep, "b", **spec["base"])
         cand = run_frame(args.n, 13000 + rep, "c", **spec["cand"])
         res = compare_frames(base, cand, n_boot=args.n_boot, seed=100 + rep)
         h = res.headline
         decided.append(res.status != "inconclusive")
+        d, se, m2 = h["gate_delta"], h["gate_se"], gate_threshold(0.0, 0.05)
+        twin = (-d + z * se < m2) or (-d - z * se > m2)
+        sym.append(0.5 * (decided[-1] + twin))
+        needed.append(args.n * h["questions_factor"])  # questions_needed (Δ = 0), for every outcome
         zs.append(h["gate_delta"] / h["gate_se"])
         ratios.append(h["gate_var_bootstrap"] / h["gate_se"] ** 2)
         p = float(np.mean(decided))
-        print(f"{name}, n={args.n}, rerun {rep}: {res.status}, z {zs[-1]:+.2f}, bootstrap/stable variance "
+        print(f"{name}, n={args.n}, rerun {rep}: {res.status}, questions_needed {needed[-1]:.0f}, "
+              f"z {zs[-1]:+.2f}, bootstrap/stable variance "
               f"{ratios[-1]:.2f}; decided so far {p:.2f} ± {np.sqrt(p * (1 - p) / len(decided)):.2f} "
               f"({len(decided)} reruns)", flush=True)
     print(f"decided {p:.2f} ± {np.sqrt(p * (1 - p) / len(decided)):.2f} ({len(decided)} reruns); z: mean "
           f"{np.mean(zs):+.2f}, SD {np.std(zs, ddof=1):.2f}; bootstrap/stable variance {min(ratios):.2f}–"
           f"{max(ratios):.2f} (median {np.median(ratios):.2f})")
+    nd = np.asarray(needed)
+    med = float(np.median(nd))
+    print(f"questions_needed (Δ = 0): median {med:.0f}, range {nd.min() / med:.2f}–{nd.max() / med:.2f}x the median, "
+          f"{int(np.sum((nd > 1.3 * med) | (nd < 0.7 * med)))} of {nd.size} outside ±30%")
+    if spec["base"] == spec["cand"] == {}:  # fair and exchangeable: the twin's threshold is M² in most reruns
+        print(f"swap-symmetrised: decided {np.mean(sym):.3f} ± {np.std(sym, ddof=1) / np.sqrt(len(sym)):.3f}")
 
 
 if __name__ == "__main__":

@@ -204,6 +204,14 @@ def _planning_entry(rng, signed, groups, r2u, v0=0.02):
             "pb": [], "pc": list(r2u), "kb": [], "kc": list(groups), "rb": [], "rc": [float(s.mean()) for s in signed]}
 
 
+def _bias_part(q, c, rho, same):
+    """A by hand: the plug-in 4 Σ_same q_i q_j C_ij ρρ_ij less z₀.₉₅ times its sd at no bias,
+    4·√(2·tr(GCGC)) with G = qqᵀ ∘ C on the pairs of the same dialogues, bounded at 0."""
+    g = np.where(same, np.outer(q, q) * c, 0.0)
+    sd0 = 4 * math.sqrt(2 * np.trace(g @ c @ g @ c))
+    return max(0.0, 4 * q @ np.where(same, c * rho, 0.0) @ q - float(ndtri(0.95)) * sd0)
+
+
 def test_the_planning_variance_is_the_squared_normal_variance_and_the_bias_term_is_bounded_as_a_sum():
     """b = 2 qᵀ(C∘C)q from the bootstrap covariance; a = 4 Σ over pairs of the same dialogues of
     q_i q_j C_ij ρρ_ij with ρ² ≈ r2u (bounded at 0 as a sum, not per pair: at no bias a per-pair
@@ -228,7 +236,56 @@ def test_the_planning_variance_is_the_squared_normal_variance_and_the_bias_term_
     rho = np.outer(pt, pt) - c
     np.fill_diagonal(rho, [0.04, 0.03, 0.0])
     same = np.array([[1, 1, 0], [1, 1, 0], [0, 0, 1]], bool)
-    assert a == pytest.approx(4 * q @ np.where(same, c * rho, 0.0) @ q)
+    assert a == pytest.approx(_bias_part(q, c, rho, same))
+    assert a > 0
+
+
+def test_the_no_bias_part_leaves_out_the_covariance_between_domains():
+    """The domains are resampled independently (one index matrix each), so the covariance of two
+    pairs of different domains is 0 by design; b = 2 qᵀ(C∘C)q sums the same-domain blocks only.
+    Here the second domain's resampled r repeat the first's (a bootstrap covariance between them
+    as large as within): it must not enter b (the full C∘C would give twice as much)."""
+    from edufair_metrics.analysis.compare import _planning_parts
+
+    rng = np.random.default_rng(11)
+    cov = np.array([[0.010, 0.006], [0.006, 0.010]])
+    draws = list(rng.multivariate_normal([0.0, 0.0], cov, size=3000).T)
+    groups = [("d1", "c", "x", 0), ("d1", "c", "x", 0), ("d2", "c", "x", 0), ("d2", "c", "x", 0)]
+    entry = _planning_entry(rng, draws + draws, groups, r2u=[0.0] * 4)
+    _, b = _planning_parts({"u": 1.0}, {"u": entry}, {}, False, ("c",))
+    c = np.cov(np.vstack(draws))
+    q = np.full(2, 1 / 4 / (1 - 0.02))
+    within = 2 * q @ (c * c) @ q
+    assert b == pytest.approx(2 * within, rel=1e-9)  # the two domains' own blocks
+    c_all = np.cov(np.vstack(draws + draws))
+    assert 2 * np.full(4, q[0]) @ (c_all * c_all) @ np.full(4, q[0]) == pytest.approx(4 * within, rel=1e-9)
+
+
+def test_the_bias_part_counts_only_what_exceeds_its_own_noise_at_no_bias():
+    """At no bias the plug-in of A is noise with mean 0: many independent pairs of pure noise
+    whose r2_unbiased came out positive (as in a fair rerun with a few pairs of large V0) give a
+    positive plug-in, below z₀.₉₅ times its null sd: A is 0, the plan reads B alone (the plug-in
+    bounded at 0 alone read that noise as bias and, extrapolated as 1/n, doubled questions_needed).
+    A real bias (every pair's ρ² = 0.04, far beyond the noise) still counts."""
+    from edufair_metrics.analysis.compare import _planning_parts
+
+    rng = np.random.default_rng(3)
+    k = 40
+    draws = list(rng.normal(0.0, 0.1, (k, 2000)))
+    groups = [("d", "c", "x", i) for i in range(k)]
+    v0 = 0.01
+    noise = [0.012 if i % 2 else -0.010 for i in range(k)]  # sum > 0: a positive plug-in, ~0.5 null sd
+    a, b = _planning_parts({"u": 1.0}, {"u": _planning_entry(rng, draws, groups, noise, v0=v0)}, {}, False, ("c",))
+    c = np.cov(np.vstack(draws))
+    q = np.full(k, 1 / k / (1 - v0))
+    same = np.eye(k, dtype=bool)
+    assert 4 * q @ np.where(same, c * np.diag(noise), 0.0) @ q > 0  # the old A
+    assert a == 0.0 and b > 0
+    biased = [0.04] * k
+    rho = np.outer([d.mean() for d in draws], [d.mean() for d in draws]) - c
+    np.fill_diagonal(rho, biased)
+    a, _ = _planning_parts({"u": 1.0}, {"u": _planning_entry(rng, draws, groups, biased, v0=v0)}, {}, False, ("c",))
+    assert a == pytest.approx(_bias_part(q, c, rho, same), rel=1e-9) and a > 0.5 * 4 * q @ (c * rho * same) @ q
 
 
 def test_the_gate_decides_on_the_variance_the_plan_extrapolates_and_the_baseline_bound_never_collapses(gate):
@@ -408,10 +465,12 @@ def test_the_gate_variance_from_two_resamples():
 def test_the_gate_variance_is_floored_by_the_stable_parts(gate, monkeypatch):
     """The gate's variance is max(the corrected bootstrap variance, A + B): where the Gaussian
     correction over-subtracts (here: the corrected variance set to 0) the interval's half-width
-    is z · √(A + B), both parts counted."""
+    is z · √(A + B), both parts counted (a candidate biased in two dimensions: A beyond its noise)."""
     from edufair_metrics.analysis import compare
 
-    base, cand, kw, res = gate
+    base, _, kw, _ = gate
+    cand = explicit("c", 2, {"female": 0.2, "low_income": 0.2}, ("actionability", "step_scaffolded"), n=40)
+    res = compare_frames(base, cand, **kw)
     monkeypatch.setattr(compare, "_change_variance", lambda *a, **k: 0.0)
     # at a look's spent level (edufair audit's alpha=): each bound one-sided at alpha
     h = compare_frames(base, cand, **kw, alpha=0.01).headline
@@ -597,6 +656,7 @@ def test_the_planning_parts_leave_out_pairs_without_information_or_an_estimate()
     pt = draws[:2].mean(axis=1)
     rho = np.outer(pt, pt) - c
     np.fill_diagonal(rho, [0.03, 0.02])
-    assert got[0] == pytest.approx(4 * q @ (c * rho) @ q, rel=1e-9)
+    assert got[0] == pytest.approx(_bias_part(q, c, rho, np.ones((2, 2), bool)), rel=1e-9)
+    assert got[0] > 0
     # no informative pair at all: nothing
     assert _planning_parts({"u": 1.0}, {"u": entry([1.0] * 4, [0.01] * 4)}, {}, False, ("c",)) == (0.0, 0.0)
