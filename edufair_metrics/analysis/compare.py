@@ -92,8 +92,10 @@ Verdict (M = ``--max-increase``, default 0.05, the largest tolerated rise of the
   ρ = 0 (C: the bootstrap covariance of the signed r, its blocks between domains set to their
   value by design, 0: the domains are resampled independently), and A = the delta-method term
   4·ρᵢρⱼ·Cᵢⱼ over the pairs of the same dialogues with unbiased plug-ins (ρᵢ² ≈ r2uᵢ, ρᵢρⱼ ≈
-  r̂ᵢr̂ⱼ − Cᵢⱼ), less z₀.₉₅ times its own sd at no bias and bounded at 0 (at no bias the plug-in is
-  noise of mean 0: bounded at 0 alone it read a saturated run's noise as bias). At Δ = 0 the
+  r̂ᵢr̂ⱼ − Cᵢⱼ), shrunk as Â·max(0, 1 − (z₀.₉₅·sd₀/Â)²), sd₀ its own sd at no bias (0 within that
+  noise: at no bias the plug-in is noise of mean 0, and bounded at 0 alone it read a saturated
+  run's noise as bias; a clear bias loses the vanishing fraction (z₀.₉₅·sd₀/Â)², ≈ 5% at an
+  unchanged biased pair at 150, where the subtraction Â − z₀.₉₅·sd₀ took ≈ 20%). At Δ = 0 the
   threshold is M², the smallest one any rerun faces (the threshold only grows with the baseline's
   bias): the number is enough at any baseline level and reads only the variance. Why: the printed number used to swing 0.58–1.98x its median over
   reruns of one truth, from (i) the corrected bootstrap variance (its cross terms between
@@ -101,7 +103,7 @@ Verdict (M = ``--max-increase``, default 0.05, the largest tolerated rise of the
   pair's ρ² bounded at 0 before summing (≈ 2·V0² per pair of pure noise read as bias, as large as
   B), (iii) the baseline's lower bound in the threshold (√ of a bound near 0); and, for a much
   more saturated candidate, (iv) A bounded at 0 alone (0.89–2.23x over 60 fair reruns, now
-  0.92–1.33x). The headline keys ``questions_factor`` / ``questions_factor_at_estimate`` hold n'/n
+  0.92–1.59x, one rerun outside ±30%). The headline keys ``questions_factor`` / ``questions_factor_at_estimate`` hold n'/n
   for every outcome. B is
   floored by F before both the plan and the decision (one variance for both), and the
   baseline's lower bound uses A + max(B, F) of the baseline alone (the corrected bootstrap
@@ -259,8 +261,9 @@ def _planning_parts(weights: dict, gate_reps: dict, unit_reps: dict, use_max: bo
       bounded at 0: bounding each pair's ρ² at 0 adds ≈ 2 V0² per pair at no bias, as large as
       ``b`` itself, and made the extrapolation read noise as bias. At no bias the sum is noise of
       mean 0 and sd ``4·√(2·tr(GCGC))`` (the variance of the quadratic form r̂ᵀGr̂ for r̂ ≈
-      N(0, C), G = qqᵀ ∘ C on the pairs of the same dialogues, C within domains); ``a`` counts only
-      what exceeds z₀.₉₅ times that sd. Bounded at 0 alone, that noise (large where a few pairs
+      N(0, C), G = qqᵀ ∘ C on the pairs of the same dialogues, C within domains); ``a`` is 0 within
+      z₀.₉₅ times that sd and shrunk by the fraction (z₀.₉₅·sd/a)² beyond it
+      (:func:`_bias_beyond_noise`). Bounded at 0 alone, that noise (large where a few pairs
       have a large V0: a much more saturated run) read as bias in a quarter of fair reruns and,
       extrapolated as 1/n, put questions_needed at up to 2.2x its median over reruns of one truth.
 
@@ -307,15 +310,33 @@ def _planning_parts(weights: dict, gate_reps: dict, unit_reps: dict, use_max: bo
     np.fill_diagonal(rho2, np.asarray(r2u))
     a = 4.0 * float(q @ (np.where(same, c * rho2, 0.0)) @ q)
     # at no bias this plug-in is noise with mean 0 and sd 4·√(2·tr(GCGC)) (r̂ ≈ N(0, C): the
-    # variance of the quadratic form r̂ᵀGr̂, G = (qqᵀ ∘ C) on the pairs of the same dialogues); only
-    # what exceeds that noise at the one-sided 5% level counts as bias. Bounded at 0 alone, the noise
-    # of a few pairs with large V0 (a saturated run) read as bias and, extrapolated as 1/n, doubled
+    # variance of the quadratic form r̂ᵀGr̂, G = (qqᵀ ∘ C) on the pairs of the same dialogues); a
+    # plug-in within z₀.₉₅ times that noise is no bias part, beyond it it is shrunk by the vanishing
+    # fraction (z₀.₉₅·sd₀/a)² (:func:`_bias_beyond_noise`). Bounded at 0 alone, the noise of a few
+    # pairs with large V0 (a saturated run) read as bias and, extrapolated as 1/n, doubled
     # questions_needed in some fair reruns
     g = np.where(same, np.outer(q, q) * c, 0.0)
     gc = g @ np.where(same_domain, c, 0.0)
     a_sd0 = 4.0 * math.sqrt(max(2.0 * float(np.sum(gc * gc.T)), 0.0))
-    a = max(0.0, a - _Z_GATE * a_sd0)
+    a = _bias_beyond_noise(a, a_sd0)
     return a + a_max, max(b, 0.0)
+
+
+def _bias_beyond_noise(a: float, a_sd0: float) -> float:
+    """The bias part A from its plug-in ``a`` and the plug-in's sd at no bias ``a_sd0``: the
+    shrinkage ``a · max(0, 1 − (z₀.₉₅ · a_sd0 / a)²)`` (positive-part James–Stein form). It is 0
+    exactly where ``a ≤ z₀.₉₅ · a_sd0`` (a plug-in within the noise of no bias: no bias part), grows
+    from there with slope 2 (the subtraction's 1: just beyond the noise, where the plug-in is still
+    mostly noise, it gives up to twice the subtraction's A – the one saturated fair rerun in 60 with
+    A > 0 went from 1.33x to 1.59x its median), and takes the fraction (z₀.₉₅ · a_sd0 / a)² of a
+    clear bias, which vanishes as the bias grows.
+    The fixed subtraction ``max(0, a − z₀.₉₅ · a_sd0)`` it replaces has the same zero set but took
+    z₀.₉₅ · a_sd0 / a (≈ 20% at an unchanged biased pair at 150 questions per domain) off a real A
+    and amplified A's relative noise by 1 / (1 − that fraction); this one by (1 + x²) / (1 − x²),
+    x = z₀.₉₅ · a_sd0 / a."""
+    if not a > 0:
+        return 0.0
+    return a * max(0.0, 1.0 - (_Z_GATE * a_sd0 / a) ** 2)
 
 
 

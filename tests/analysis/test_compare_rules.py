@@ -204,12 +204,17 @@ def _planning_entry(rng, signed, groups, r2u, v0=0.02):
             "pb": [], "pc": list(r2u), "kb": [], "kc": list(groups), "rb": [], "rc": [float(s.mean()) for s in signed]}
 
 
-def _bias_part(q, c, rho, same):
-    """A by hand: the plug-in 4 Σ_same q_i q_j C_ij ρρ_ij less z₀.₉₅ times its sd at no bias,
-    4·√(2·tr(GCGC)) with G = qqᵀ ∘ C on the pairs of the same dialogues, bounded at 0."""
+def _bias_plugin(q, c, rho, same):
+    """The plug-in 4 Σ_same q_i q_j C_ij ρρ_ij and its sd at no bias, 4·√(2·tr(GCGC)) with
+    G = qqᵀ ∘ C on the pairs of the same dialogues."""
     g = np.where(same, np.outer(q, q) * c, 0.0)
-    sd0 = 4 * math.sqrt(2 * np.trace(g @ c @ g @ c))
-    return max(0.0, 4 * q @ np.where(same, c * rho, 0.0) @ q - float(ndtri(0.95)) * sd0)
+    return 4 * q @ np.where(same, c * rho, 0.0) @ q, 4 * math.sqrt(2 * np.trace(g @ c @ g @ c))
+
+
+def _bias_part(q, c, rho, same):
+    """A by hand: the plug-in shrunk as a·max(0, 1 − (z₀.₉₅·sd₀/a)²), 0 where a ≤ z₀.₉₅·sd₀."""
+    a, sd0 = _bias_plugin(q, c, rho, same)
+    return a * max(0.0, 1 - (float(ndtri(0.95)) * sd0 / a) ** 2) if a > 0 else 0.0
 
 
 def test_the_planning_variance_is_the_squared_normal_variance_and_the_bias_term_is_bounded_as_a_sum():
@@ -286,6 +291,38 @@ def test_the_bias_part_counts_only_what_exceeds_its_own_noise_at_no_bias():
     np.fill_diagonal(rho, biased)
     a, _ = _planning_parts({"u": 1.0}, {"u": _planning_entry(rng, draws, groups, biased, v0=v0)}, {}, False, ("c",))
     assert a == pytest.approx(_bias_part(q, c, rho, same), rel=1e-9) and a > 0.5 * 4 * q @ (c * rho * same) @ q
+
+
+def test_a_clear_bias_part_loses_only_the_vanishing_fraction_of_its_noise():
+    """Beyond the noise of no bias, A is the plug-in shrunk by (z₀.₉₅·sd₀/a)², not less the fixed
+    z₀.₉₅·sd₀: the subtraction took ≈ 20% of an unchanged biased pair's A at 150 questions per
+    domain and amplified its relative noise by 1/(1 − that fraction) (4 of 40 reruns' plans outside
+    ±30% of their median). Its zero set is the subtraction's: 0 wherever a ≤ z₀.₉₅·sd₀."""
+    from edufair_metrics.analysis.compare import _Z_GATE, _bias_beyond_noise, _planning_parts
+
+    rng = np.random.default_rng(3)
+    k = 40
+    draws = list(rng.normal(0.0, 0.1, (k, 2000)))
+    groups = [("d", "c", "x", i) for i in range(k)]
+    v0 = 0.01
+    c = np.cov(np.vstack(draws))
+    q = np.full(k, 1 / k / (1 - v0))
+    same = np.eye(k, dtype=bool)
+    rho = np.outer([d.mean() for d in draws], [d.mean() for d in draws]) - c
+    np.fill_diagonal(rho, [0.04] * k)
+    raw, sd0 = _bias_plugin(q, c, rho, same)
+    x = _Z_GATE * sd0 / raw
+    assert 0.05 < x < 0.5  # a clear bias, the noise term not negligible
+    a, _ = _planning_parts({"u": 1.0}, {"u": _planning_entry(rng, draws, groups, [0.04] * k, v0=v0)}, {}, False,
+                           ("c",))
+    assert a == pytest.approx(raw * (1 - x * x), rel=1e-9)
+    assert a > raw - _Z_GATE * sd0 + 0.5 * x * (1 - x) * raw  # the subtraction took x·raw
+    # the same zero set as the subtraction, continuous there, and nothing from a non-positive plug-in
+    for s0 in (0.0, 0.5, 1.0):
+        assert _bias_beyond_noise(-1e-3, s0) == 0.0
+    assert _bias_beyond_noise(_Z_GATE * 1.0, 1.0) == 0.0 and _bias_beyond_noise(_Z_GATE * 0.999, 1.0) == 0.0
+    assert 0 < _bias_beyond_noise(_Z_GATE * 1.001, 1.0) < 0.01
+    assert _bias_beyond_noise(2.0, 0.0) == 2.0
 
 
 def test_the_gate_decides_on_the_variance_the_plan_extrapolates_and_the_baseline_bound_never_collapses(gate):
