@@ -82,7 +82,7 @@ so each rate stays at most α however the looks fall (a look with nothing to spe
   plan; front-loaded from 30% (ρ = 1/2) saves less against the fixed n of the same probability.
   On the gate's own verdicts (``sim_sequential --gate``) the saving at no change is smaller
   (17% ± 3% against the fixed n that passes as often, 40 runs; a clearly worse candidate: at
-  most 35% ± 4%; README): the fixed n that passes as often is read off a coarse grid of four n
+  most 33% ± 4%; README): the fixed n that passes as often is read off a coarse grid of four n
   from 40 runs, and in the runs the decision is even closer to a function of n than in the model.
 
 The design was chosen in the normal model (``tests/analysis/design_sequential.py``, 20 looks,
