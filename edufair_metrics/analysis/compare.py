@@ -122,6 +122,7 @@ the flagged units are printed.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -150,7 +151,14 @@ NEW_VIOLATION_POLICIES = ("significant", "any", "ignore")
 
 GATE_STATUSES = ("pass", "fail", "inconclusive")
 GATE_LEVEL = 0.90  # two one-sided 95% bounds
-_Z_GATE = 1.6448536269514722  # z at one-sided 0.05 = ndtri(0.5 + GATE_LEVEL / 2)
+
+
+@functools.cache
+def _z_gate() -> float:
+    """z of each one-sided bound of the gate's interval (0.5 + GATE_LEVEL / 2; scipy imported late)."""
+    from scipy.special import ndtri
+
+    return float(ndtri(0.5 + GATE_LEVEL / 2))
 
 
 @dataclass
@@ -336,7 +344,7 @@ def _bias_beyond_noise(a: float, a_sd0: float) -> float:
     x = z₀.₉₅ · a_sd0 / a."""
     if not a > 0:
         return 0.0
-    return a * max(0.0, 1.0 - (_Z_GATE * a_sd0 / a) ** 2)
+    return a * max(0.0, 1.0 - (_z_gate() * a_sd0 / a) ** 2)
 
 
 
@@ -591,7 +599,7 @@ def compare_frames(
     # ---- the gate: change of the mean unbiased r² (module docstring) ----
     from scipy.special import ndtri
 
-    z = float(ndtri(0.5 + GATE_LEVEL / 2))
+    z = _z_gate()
     z_ci = z if alpha is None else float(ndtri(1 - alpha))  # the bounds' level (a look's spent α)
     z_fw = float(ndtri(1 - (0.05 if alpha is None else alpha) / n_fw))
     use_max = ses_summary == "max_abs_pairwise"
@@ -672,7 +680,7 @@ def compare_frames(
         # the baseline's bias), so the number is enough at any baseline level and reads the
         # variance alone, not the baseline's noisy bound (whose √ swings near 0). As estimated:
         # at the estimated change and this run's threshold.
-        zq = float(ndtri(0.5 + GATE_LEVEL / 2))
+        zq = _z_gate()
         headline["questions_factor"] = questions_factor(0.0, gate_threshold(0.0, max_increase), a_p, b_p, zq)
         headline["questions_factor_at_estimate"] = questions_factor(mc - mb, headline["gate_threshold"], a_p, b_p, zq)
 

@@ -647,6 +647,13 @@ DETECTOR_NOTE = ("Judge-invariant metrics, computed from the stored transcripts 
 
 # how many units a Ped. / Conv. cell averages: one per catalogue metric of the kind
 N_PED, N_CONV = len(names("pedagogical")), len(names("conversation"))
+
+
+def count_word(n: int) -> str:
+    """The paper's counts as words ("five pedagogical metrics"), another count as a number."""
+    return {4: "four", 5: "five"}.get(n, str(n))
+
+
 PED_CONV_UNITS = f"Ped. averages {N_PED} units, Conv. {N_CONV}. "
 
 
@@ -766,7 +773,7 @@ def all_tables(grid, units, domain_labels: Mapping[str, str] | None = None,
          lambda v: table7b_opposite_effects(units, lab, v), (cond_u == "opposite") & ~units["headline"].astype(bool)
          & ped_conv,
          "Tutor effect, student effect and S×T interaction re-use the Opposite dialogues. " + PED_CONV_UNITS, "Bold: |r̄| ≥ 0.10. "),
-        ("table8_dimension", f"Table 8: |r̄| (mean over {'five' if N_PED == 5 else N_PED} turn-level metrics) per (model, domain, "
+        ("table8_dimension", f"Table 8: |r̄| (mean over {count_word(N_PED)} turn-level metrics) per (model, domain, "
                             "dimension), Explicit",
          lambda v: table8_dimension(units, lab, v),
          (cond_u == "explicit") & (units["metric_kind"] == "pedagogical") & units["headline"].astype(bool),

@@ -298,8 +298,9 @@ def test_a_clear_bias_part_loses_only_the_vanishing_fraction_of_its_noise():
     z₀.₉₅·sd₀: the subtraction took ≈ 20% of an unchanged biased pair's A at 150 questions per
     domain and amplified its relative noise by 1/(1 − that fraction) (4 of 40 reruns' plans outside
     ±30% of their median). Its zero set is the subtraction's: 0 wherever a ≤ z₀.₉₅·sd₀."""
-    from edufair_metrics.analysis.compare import _Z_GATE, _bias_beyond_noise, _planning_parts
+    from edufair_metrics.analysis.compare import _bias_beyond_noise, _planning_parts, _z_gate
 
+    Z_GATE = _z_gate()
     rng = np.random.default_rng(3)
     k = 40
     draws = list(rng.normal(0.0, 0.1, (k, 2000)))
@@ -311,17 +312,17 @@ def test_a_clear_bias_part_loses_only_the_vanishing_fraction_of_its_noise():
     rho = np.outer([d.mean() for d in draws], [d.mean() for d in draws]) - c
     np.fill_diagonal(rho, [0.04] * k)
     raw, sd0 = _bias_plugin(q, c, rho, same)
-    x = _Z_GATE * sd0 / raw
+    x = Z_GATE * sd0 / raw
     assert 0.05 < x < 0.5  # a clear bias, the noise term not negligible
     a, _ = _planning_parts({"u": 1.0}, {"u": _planning_entry(rng, draws, groups, [0.04] * k, v0=v0)}, {}, False,
                            ("c",))
     assert a == pytest.approx(raw * (1 - x * x), rel=1e-9)
-    assert a > raw - _Z_GATE * sd0 + 0.5 * x * (1 - x) * raw  # the subtraction took x·raw
+    assert a > raw - Z_GATE * sd0 + 0.5 * x * (1 - x) * raw  # the subtraction took x·raw
     # the same zero set as the subtraction, continuous there, and nothing from a non-positive plug-in
     for s0 in (0.0, 0.5, 1.0):
         assert _bias_beyond_noise(-1e-3, s0) == 0.0
-    assert _bias_beyond_noise(_Z_GATE * 1.0, 1.0) == 0.0 and _bias_beyond_noise(_Z_GATE * 0.999, 1.0) == 0.0
-    assert 0 < _bias_beyond_noise(_Z_GATE * 1.001, 1.0) < 0.01
+    assert _bias_beyond_noise(Z_GATE * 1.0, 1.0) == 0.0 and _bias_beyond_noise(Z_GATE * 0.999, 1.0) == 0.0
+    assert 0 < _bias_beyond_noise(Z_GATE * 1.001, 1.0) < 0.01
     assert _bias_beyond_noise(2.0, 0.0) == 2.0
 
 

@@ -9,17 +9,16 @@ import pandas
 
 from edufair_metrics.analysis.noise import noise_headline, unit_noise
 from edufair_metrics.analysis.verdicts import verdict_headline
-from edufair_metrics.catalogue import headline_kinds, names
+from edufair_metrics.catalogue import headline_kinds
 from edufair_metrics.errors import EduFairError
+from edufair_metrics.report.tables import N_CONV, N_PED, count_word
 
 
 # (metric kind, short name in the headline columns), in the order the summary shows them
 HEADLINE_KINDS = headline_kinds()
 
-_WORDS = {4: "four", 5: "five"}  # the paper's counts read as words; another count as a number
 HEADLINE_NOTE = (
-    f"Per metric kind (ped = the {_WORDS.get(len(names('pedagogical')), len(names('pedagogical')))} judged "
-    f"pedagogical metrics, conv = the {_WORDS.get(len(names('conversation')), len(names('conversation')))} "
+    f"Per metric kind (ped = the {count_word(N_PED)} judged pedagogical metrics, conv = the {count_word(N_CONV)} "
     "conversation metrics, det = the judge-invariant detector metrics). |r̄|: mean over headline units (Explicit dimensions, Implicit contrasts, "
     "Opposite Correct/Wrong) of the unit's |r| (the paper's number, not noise-corrected); unbiased |r̄|: the signed "
     "root of the mean over the same units of (r² − V0)/(1 − V0), V0 the variance of r under random sign flips (≈ 0 "
