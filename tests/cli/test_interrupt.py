@@ -13,7 +13,7 @@ import time
 import pytest
 
 from tests.helpers.bank import write_bank
-from tests.helpers.edufair_cli import PY, EduFairFake, cli_env, lm_eval_argv, role_of
+from tests.helpers.edufair_cli import PY, EduFairFake, cli_env, lm_eval_argv, role_of, sigint_as_a_terminal_sends_it
 
 pytestmark = pytest.mark.slow
 
@@ -24,7 +24,8 @@ def _interrupt_when(fake: EduFairFake, argv, env, cwd, phase: str):
     (tutor/student or judge); return (exit code, stderr, seconds from the signal to the exit)."""
     seen = {"n": 0}
     sent = threading.Event()
-    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_as_a_terminal_sends_it)
 
     def slow(req, n):
         role = role_of(req)

@@ -14,6 +14,7 @@ import urllib.request
 from edufair_metrics.cli import main as cli
 
 from tests.helpers.evidence_runs import write_evidence_run
+from tests.helpers.edufair_cli import sigint_as_a_terminal_sends_it
 
 
 def test_no_serve_writes_the_report_of_runs_once_and_prints_its_page(tmp_path, capsys):
@@ -43,7 +44,8 @@ def test_serves_the_report_on_loopback_and_stops_on_ctrl_c(tmp_path):
     write_evidence_run(tmp_path / "runs", n_questions=16)
     assert cli(["report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep"), "--n-boot", "20", "--no-figures"]) == 0
     proc = subprocess.Popen([sys.executable, "-m", "edufair_metrics.cli", "view", str(tmp_path / "rep")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_as_a_terminal_sends_it)
     try:
         line = proc.stdout.readline()
         m = re.search(r"(http://127\.0\.0\.1:(\d+)/index\.html)", line)

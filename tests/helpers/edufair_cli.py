@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -158,6 +159,14 @@ def lm_eval_argv(url: str, bank: Path, out: Path, *, limit: int = 9, max_turns: 
         "--tasks", TASK, "--include_path", str(TASKS_DIR), "--limit", str(limit),
         "--log_samples", "--output_path", str(out), "--metadata", json.dumps(meta),
     ]
+
+
+def sigint_as_a_terminal_sends_it() -> None:
+    """``preexec_fn`` of a child that a test sends Ctrl-C: SIGINT at its default. A suite started in
+    the background of a non-interactive shell (``sh -c 'pytest &'``, nohup) inherits SIGINT
+    *ignored*, and Python then installs no KeyboardInterrupt handler: the child would never see the
+    test's Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def cli_env(cache_dir: Path, **extra: str) -> dict[str, str]:
