@@ -95,7 +95,14 @@ Verdict (M = ``--max-increase``, default 0.05, the largest tolerated rise of the
   r̂ᵢr̂ⱼ − Cᵢⱼ), shrunk as Â·max(0, 1 − (z₀.₉₅·sd₀/Â)²), sd₀ its own sd at no bias (0 within that
   noise: at no bias the plug-in is noise of mean 0, and bounded at 0 alone it read a saturated
   run's noise as bias; a clear bias loses the vanishing fraction (z₀.₉₅·sd₀/Â)², ≈ 5% at an
-  unchanged biased pair at 150, where the subtraction Â − z₀.₉₅·sd₀ took ≈ 20%). At Δ = 0 the
+  unchanged biased pair at 150, where the subtraction Â − z₀.₉₅·sd₀ took ≈ 20%). At Δ = 0 A is
+  that of a rerun in which the bias is unchanged, i.e. each unit's ρ the same in both runs
+  (``questions_var_bias_unchanged``): its plug-ins ρᵢρⱼ read the two runs' inverse-variance pooled
+  r (``_planning_parts(unchanged=True)``), unbiased as before and less noisy where the runs'
+  precisions differ; on 40 reruns of an unchanged biased pair at 150 questions per domain it put
+  questions_needed at median 1,243, 0.73–1.38x (one rerun outside ±30%), where each run's own ρ̂²
+  gave 1,115, 0.70–1.42x (three outside); both read ≈ 1,200–1,245 from runs of 2,400 questions
+  (the truth, less the plug-ins' noise), so the one-run median was also ~9% low. At Δ = 0 the
   threshold is M², the smallest one any rerun faces (the threshold only grows with the baseline's
   bias): the number is enough at any baseline level and reads only the variance. Why: the printed number used to swing 0.58–1.98x its median over
   reruns of one truth, from (i) the corrected bootstrap variance (its cross terms between
@@ -251,7 +258,7 @@ def _change_variance(weights: dict, gate_reps: dict, unit_reps: dict, use_max: b
 
 
 def _planning_parts(weights: dict, gate_reps: dict, unit_reps: dict, use_max: bool,
-                    sides: tuple[str, ...] = ("b", "c")) -> tuple[float, float]:
+                    sides: tuple[str, ...] = ("b", "c"), unchanged: bool = False) -> tuple[float, float]:
     """The variance of ``Σ_u w_u (r2u_u,candidate − r2u_u,baseline)`` split into the part that falls
     as 1/n and the part that falls as 1/n², from quantities that are stable from rerun to rerun
     (the gate's decision, planning a rerun, and the baseline's lower bound):
@@ -280,7 +287,7 @@ def _planning_parts(weights: dict, gate_reps: dict, unit_reps: dict, use_max: bo
     value 0) is what makes it swing by a factor ~3 from rerun to rerun at no bias, so they are left
     out here. A max_abs_pairwise SES unit (not linear in r²) adds its plain bootstrap variance to
     ``a``."""
-    rows, coef, r2u, group, point = [], [], [], [], []
+    rows, coef, r2u, group, point, ident = [], [], [], [], [], []
     a_max = 0.0
     for key, wu in weights.items():
         e = gate_reps[key]
@@ -301,6 +308,7 @@ def _planning_parts(weights: dict, gate_reps: dict, unit_reps: dict, use_max: bo
                     coef.append(sign * wu / k / (1 - v0))
                     r2u.append(float(p))
                     group.append((side, *g))
+                    ident.append((side, key, *g))
     if not rows:
         return a_max, 0.0
     arr = _filled(np.vstack(rows))
@@ -316,18 +324,44 @@ def _planning_parts(weights: dict, gate_reps: dict, unit_reps: dict, use_max: bo
     same = np.array([[gi == gj for gj in group] for gi in group])
     rho2 = np.outer(point, point) - c
     np.fill_diagonal(rho2, np.asarray(r2u))
-    a = 4.0 * float(q @ (np.where(same, c * rho2, 0.0)) @ q)
+    g = np.where(same, np.outer(q, q) * c, 0.0)
+    if unchanged:
+        pool = _pooling_map(ident, np.diag(c))
+        rho2 = pool @ rho2 @ pool.T
+        g = pool.T @ g @ pool  # the quadratic form of the pooled plug-in in the rows' r̂
+    a = 4.0 * float(np.sum(np.where(same, np.outer(q, q) * c, 0.0) * rho2))
     # at no bias this plug-in is noise with mean 0 and sd 4·√(2·tr(GCGC)) (r̂ ≈ N(0, C): the
     # variance of the quadratic form r̂ᵀGr̂, G = (qqᵀ ∘ C) on the pairs of the same dialogues); a
     # plug-in within z₀.₉₅ times that noise is no bias part, beyond it it is shrunk by the vanishing
     # fraction (z₀.₉₅·sd₀/a)² (:func:`_bias_beyond_noise`). Bounded at 0 alone, the noise of a few
     # pairs with large V0 (a saturated run) read as bias and, extrapolated as 1/n, doubled
     # questions_needed in some fair reruns
-    g = np.where(same, np.outer(q, q) * c, 0.0)
     gc = g @ np.where(same_domain, c, 0.0)
     a_sd0 = 4.0 * math.sqrt(max(2.0 * float(np.sum(gc * gc.T)), 0.0))
     a = _bias_beyond_noise(a, a_sd0)
     return a + a_max, max(b, 0.0)
+
+
+def _pooling_map(group: list, var: np.ndarray) -> np.ndarray:
+    """The rows x rows map P whose row i gives row i's pooled r: λ·r̂_b + (1 − λ)·r̂_c over the two
+    runs' rows of the same unit and contrast pair (``group``: (side, unit, pair...)), λ = var_c /
+    (var_b + var_c) (inverse-variance weights); a row whose unit has no row in the other run keeps
+    its own r̂."""
+    n = len(group)
+    pool = np.eye(n)
+    by_unit: dict = {}
+    for i, g in enumerate(group):
+        by_unit.setdefault(tuple(g[1:]), {})[g[0]] = i
+    for sides in by_unit.values():
+        if len(sides) != 2:
+            continue
+        i, j = sides["b"], sides["c"]
+        tot = var[i] + var[j]
+        lam = var[j] / tot if tot > 0 else 0.5
+        for row in (i, j):
+            pool[row, :] = 0.0
+            pool[row, i], pool[row, j] = lam, 1.0 - lam
+    return pool
 
 
 def _bias_beyond_noise(a: float, a_sd0: float) -> float:
@@ -634,7 +668,8 @@ def compare_frames(
                      "gate_se": math.nan, "gate_se_null": math.nan, "questions_factor": math.nan,
                      "questions_factor_at_estimate": math.nan, "gate_ms_baseline": math.nan,
                      "gate_ms_candidate": math.nan, "gate_ms_baseline_low": math.nan,
-                     "gate_var_bootstrap": math.nan, "gate_var_floor": math.nan})
+                     "gate_var_bootstrap": math.nan, "gate_var_floor": math.nan,
+                     "questions_var_bias_unchanged": math.nan})
     agree = False
     for side, units in (("baseline", units_b), ("candidate", units_c)):
         u = units[units["headline"] & (units["metric_kind"] == "pedagogical")]
@@ -681,7 +716,10 @@ def compare_frames(
         # variance alone, not the baseline's noisy bound (whose √ swings near 0). As estimated:
         # at the estimated change and this run's threshold.
         zq = _z_gate()
-        headline["questions_factor"] = questions_factor(0.0, gate_threshold(0.0, max_increase), a_p, b_p, zq)
+        # if unchanged, each unit's ρ is one in both runs: A from the runs' pooled r (less noisy)
+        a_u = _planning_parts(wmap, gate_reps, unit_reps, use_max, unchanged=True)[0]
+        headline["questions_var_bias_unchanged"] = a_u
+        headline["questions_factor"] = questions_factor(0.0, gate_threshold(0.0, max_increase), a_u, b_p, zq)
         headline["questions_factor_at_estimate"] = questions_factor(mc - mb, headline["gate_threshold"], a_p, b_p, zq)
 
     reasons: list[str] = []

@@ -48,7 +48,9 @@ def main() -> None:
     from edufair_metrics.analysis.compare import gate_threshold
 
     z = float(ndtri(0.95))
-    decided, zs, ratios, sym, needed = [], [], [], [], []
+    from edufair_metrics.analysis.compare import questions_factor
+
+    decided, zs, ratios, sym, needed, needed_one = [], [], [], [], [], []
     for rep in range(args.first, args.first + args.reps):
         base = run_frame(args.n, 9000 + rep, "b", **spec["base"])
         cand = run_frame(args.n, 13000 + rep, "c", **spec["cand"])
@@ -59,20 +61,24 @@ def main() -> None:
         twin = (-d + z * se < m2) or (-d - z * se > m2)
         sym.append(0.5 * (decided[-1] + twin))
         needed.append(args.n * h["questions_factor"])  # questions_needed (Δ = 0), for every outcome
+        # the same from each run's own bias part (before the pooled one): the rerun spread it had
+        needed_one.append(args.n * questions_factor(0.0, m2, h["questions_var_bias"], h["questions_var_null"], z))
         zs.append(h["gate_delta"] / h["gate_se"])
         ratios.append(h["gate_var_bootstrap"] / h["gate_se"] ** 2)
         p = float(np.mean(decided))
-        print(f"{name}, n={args.n}, rerun {rep}: {res.status}, questions_needed {needed[-1]:.0f}, "
+        print(f"{name}, n={args.n}, rerun {rep}: {res.status}, questions_needed {needed[-1]:.0f} "
+              f"(one-run A: {needed_one[-1]:.0f}), "
               f"z {zs[-1]:+.2f}, bootstrap/stable variance "
               f"{ratios[-1]:.2f}; decided so far {p:.2f} ± {np.sqrt(p * (1 - p) / len(decided)):.2f} "
               f"({len(decided)} reruns)", flush=True)
     print(f"decided {p:.2f} ± {np.sqrt(p * (1 - p) / len(decided)):.2f} ({len(decided)} reruns); z: mean "
           f"{np.mean(zs):+.2f}, SD {np.std(zs, ddof=1):.2f}; bootstrap/stable variance {min(ratios):.2f}–"
           f"{max(ratios):.2f} (median {np.median(ratios):.2f})")
-    nd = np.asarray(needed)
-    med = float(np.median(nd))
-    print(f"questions_needed (Δ = 0): median {med:.0f}, range {nd.min() / med:.2f}–{nd.max() / med:.2f}x the median, "
-          f"{int(np.sum((nd > 1.3 * med) | (nd < 0.7 * med)))} of {nd.size} outside ±30%")
+    for label, vals in (("questions_needed (Δ = 0)", needed), ("  from each run's own A", needed_one)):
+        nd = np.asarray(vals)
+        med = float(np.median(nd))
+        print(f"{label}: median {med:.0f}, range {nd.min() / med:.2f}–{nd.max() / med:.2f}x the median, "
+              f"{int(np.sum((nd > 1.3 * med) | (nd < 0.7 * med)))} of {nd.size} outside ±30%")
     if spec["base"] == spec["cand"] == {}:  # fair and exchangeable: the twin's threshold is M² in most reruns
         print(f"swap-symmetrised: decided {np.mean(sym):.3f} ± {np.std(sym, ddof=1) / np.sqrt(len(sym)):.3f}")
 

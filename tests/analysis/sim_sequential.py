@@ -27,8 +27,11 @@ Gate (``--gate``): the fixed-n plan is ``--gate-questions`` candidate questions 
 then passes an unchanged candidate ~80% of the time, the plan's probability; the compare's own
 ``questions_needed`` at the plan is printed beside it); a fair baseline run with enough questions
 for every gate below; a candidate with no change (false fails; clearly passing) and one clearly
-worse (``--gate-worse``). The fixed-n gate runs on the plan's questions and on 1.2, 1.4 and 1.6x
-as many (the same runs' first questions), which measures how often a fixed n decides; the
+worse (``--gate-worse``). The headline has ``--gate-metrics`` pedagogical metrics of one contrast
+pair (default 1: at ρ = 0 its change is a scaled χ²₁ − 1, the hardest case for stopping early; 5:
+the catalogue's five, dialogue noise correlated ``--metric-corr`` between them). The fixed-n gate
+runs at 0.8-1.6x the plan's questions (``FIXED_FACTORS``; the same runs' first questions), which
+measures how often a fixed n decides; the
 sequential gate (``local.audit.gate_look``: each look's bounds at the spent level,
 ``gate_looks``, linear; no decision below 50 shared questions) looks ``--looks`` times up to
 ``--gate-multiple`` x the plan (default ``GATE_BUDGET_MULTIPLE``). Printed: both gates' pass /
@@ -43,6 +46,8 @@ only one of them flagged (certified): the sequential audit's rate minus the fixe
 
     nice -n 10 python -m tests.analysis.sim_sequential --reps 100
     nice -n 10 python -m tests.analysis.sim_sequential --gate --looks 10 --reps 20 --only 0
+    nice -n 10 python -m tests.analysis.sim_sequential --gate --looks 10 --reps 30 --only 0 --seed 21 \
+        --gate-metrics 5 --max-increase 0.10 --gate-questions 370 --gate-worse 0.2
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ from edufair_metrics.analysis.sequential import (
     gate_looks,
     look_decision,
 )
+from edufair_metrics.catalogue import CATALOGUE
 from edufair_metrics.records import DialogueScores
 
 TASK = "edufair_explicit_physics"
@@ -75,16 +81,24 @@ TASK = "edufair_explicit_physics"
 # were measured with these plans (826 questions at the defaults)
 EXACT = 10 ** 9
 METRIC = "actionability"
+PEDAGOGICAL = [m.name for m in CATALOGUE if m.kind == "pedagogical"]
 
 
-def scores(n: int, rho: float, rng, tutor: str = "sim") -> list[DialogueScores]:
-    """n questions whose paired difference has rank-biserial r = ``rho`` (normal differences)."""
+def scores(n: int, rho: float, rng, tutor: str = "sim", metrics: int = 1, corr: float = 0.0) -> list[DialogueScores]:
+    """n questions whose paired difference has rank-biserial r = ``rho`` (normal differences) on
+    each of ``metrics`` pedagogical metrics (the first: ``METRIC``; more: the catalogue's others,
+    a headline of one contrast pair), whose dialogue noise is correlated ``corr`` between the
+    metrics of one dialogue (a tutor that scaffolds also tends to be actionable)."""
     delta = norm.ppf((1 + rho) / 2) / math.sqrt(2) * math.sqrt(2.0)  # sd of a difference: √2
+    names = ([METRIC] + [m for m in PEDAGOGICAL if m != METRIC])[:metrics]
     out = []
     for q in range(n):
-        u = rng.normal()
+        u = rng.normal(size=len(names))
         for lv, shift in (("female", delta), ("male", 0.0)):
-            out.append(DialogueScores(f"q{q:05d}", "physics", "explicit", "gender", lv, {METRIC: u + shift + rng.normal()},
+            e = (rng.normal(size=1) if len(names) == 1  # the one-metric draws of the earlier figures
+                 else math.sqrt(corr) * rng.normal() + math.sqrt(1 - corr) * rng.normal(size=len(names)))
+            out.append(DialogueScores(f"q{q:05d}", "physics", "explicit", "gender", lv,
+                                      {m: float(u[i] + shift + e[i]) for i, m in enumerate(names)},
                                       tutor=tutor, task=TASK))
     return out
 
@@ -181,7 +195,7 @@ def headline(args, rng, params) -> None:
         print(line + f" ({time.perf_counter() - t0:.0f}s)", flush=True)
 
 
-FIXED_FACTORS = (1.0, 1.2, 1.4, 1.6)  # the fixed-n gates run beside the audit (x the plan)
+FIXED_FACTORS = (0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.6)  # the fixed-n gates run beside the audit (x the plan)
 
 
 def same_probability_n(sizes, rates, p) -> tuple[float, str]:
@@ -224,8 +238,8 @@ def gate(args, rng, params) -> None:
         paired = {"fail_seq_only": 0, "fail_fixed_only": 0}
         used, planned = [], []
         for _ in range(args.reps):
-            base = scores_frame(scores(n_base, 0.0, rng, tutor="base"))
-            cand = scores_frame(scores(n_base, rho, rng, tutor="cand"))
+            base = scores_frame(scores(n_base, 0.0, rng, tutor="base", metrics=args.gate_metrics, corr=args.metric_corr))
+            cand = scores_frame(scores(n_base, rho, rng, tutor="cand", metrics=args.gate_metrics, corr=args.metric_corr))
             fixed_status = None
             for m in fixed_sizes:
                 res = compare_frames(base, first_frame(cand, m), **kw)
@@ -280,6 +294,10 @@ def main(argv=None) -> None:
     parser.add_argument("--gate-multiple", type=float, default=GATE_BUDGET_MULTIPLE,
                         help="the sequential gate's maximum / the fixed-n plan")
     parser.add_argument("--gate-worse", type=float, default=0.35)
+    parser.add_argument("--gate-metrics", type=int, default=1,
+                        help="pedagogical metrics of the gate's headline (one contrast pair): 1-5")
+    parser.add_argument("--metric-corr", type=float, default=0.3,
+                        help="correlation of the dialogue noise between the metrics of one dialogue")
     parser.add_argument("--max-increase", type=float, default=0.15)
     args = parser.parse_args(argv)
     rng = np.random.default_rng(args.seed if args.only is None else args.seed + 101 * args.only)

@@ -187,10 +187,12 @@ def test_the_headline_changes_are_differences_and_inconclusive_says_how_many_que
     # Δ = 0: at the smallest threshold any rerun faces, M², not this run's (noisier) threshold
     m2 = (m_star * 0.999) ** 2
     assert a["gate_threshold"] >= m2 * (1 - 1e-12)
-    f0 = questions_factor(0.0, m2, va, vb, z)
+    # Δ = 0 reads the bias part of an unchanged rerun (each unit's ρ pooled over both runs)
+    vu = a["questions_var_bias_unchanged"]
+    f0 = questions_factor(0.0, m2, vu, vb, z)
     assert a["questions_factor"] == pytest.approx(f0)
     # at that factor a rerun of an unchanged tutor decides with 80% probability (both outcomes)
-    se_f = math.sqrt(va / f0 + vb / f0 ** 2)
+    se_f = math.sqrt(vu / f0 + vb / f0 ** 2)
     assert float(ndtr(m2 / se_f - z) + ndtr(-m2 / se_f - z)) == pytest.approx(0.80, abs=1e-6)
     fe = questions_factor(a["gate_delta"], a["gate_threshold"], va, vb, z)
     assert a["questions_factor_at_estimate"] == pytest.approx(fe)
@@ -698,3 +700,67 @@ def test_the_planning_parts_leave_out_pairs_without_information_or_an_estimate()
     assert got[0] > 0
     # no informative pair at all: nothing
     assert _planning_parts({"u": 1.0}, {"u": entry([1.0] * 4, [0.01] * 4)}, {}, False, ("c",)) == (0.0, 0.0)
+
+
+# ---- questions_needed at Δ = 0: the bias part of an unchanged rerun, from the pooled r -------------
+
+def _one_unit_reps(rng, r_b, r_c, sd=0.08, corr=0.2, boot=400):
+    """gate_reps / weights of one unit (one pair) whose bootstrap r are normal around r_b, r_c."""
+    cov = sd * sd * np.array([[1.0, corr], [corr, 1.0]])
+    draws = rng.multivariate_normal([r_b, r_c], cov, size=boot).T
+    key = ("physics", "explicit", "gender", "actionability")
+    g = ("physics", "explicit", "gender", ("female", "male"))
+    entry = {"multi": False, "sb": [draws[0]], "sc": [draws[1]], "v0b": [0.1], "v0c": [0.1],
+             "pb": [r_b * r_b - sd * sd], "pc": [r_c * r_c - sd * sd], "kb": [g], "kc": [g],
+             "rb": [r_b], "rc": [r_c]}
+    return {key: 1.0}, {key: entry}, draws
+
+
+@pytest.mark.parametrize("r_b, r_c", [(0.3, 0.25), (0.3, -0.3), (0.05, 0.4)])
+def test_the_unchanged_bias_part_is_the_pooled_plug_in_by_hand(r_b, r_c):
+    from edufair_metrics.analysis.compare import _bias_beyond_noise, _planning_parts
+
+    weights, reps, draws = _one_unit_reps(np.random.default_rng(3), r_b, r_c)
+    c = np.cov(draws)
+    q = np.array([-1.0, 1.0]) / 0.9  # sign · w / k / (1 − V0)
+    lam = c[1, 1] / (c[0, 0] + c[1, 1])
+    e = reps[next(iter(reps))]
+    # the pooled ρ² from the runs' own unbiased parts: λ²·r2u_b + (1−λ)²·r2u_c + 2λ(1−λ)(r̂_b r̂_c − C_bc)
+    rho2 = lam ** 2 * e["pb"][0] + (1 - lam) ** 2 * e["pc"][0] + 2 * lam * (1 - lam) * (r_b * r_c - c[0, 1])
+    # the same dialogues: each run's own row (the side is part of the dialogues)
+    gdiag = np.diag([q[0] ** 2 * c[0, 0], q[1] ** 2 * c[1, 1]])
+    a_raw = 4 * float(np.trace(gdiag)) * rho2
+    pool = np.array([[lam, 1 - lam], [lam, 1 - lam]])
+    h = pool.T @ gdiag @ pool
+    sd0 = 4 * math.sqrt(2 * float(np.trace(h @ c @ h @ c)))
+    a_u, b_u = _planning_parts(weights, reps, {}, False, unchanged=True)
+    assert a_u == pytest.approx(_bias_beyond_noise(a_raw, sd0), rel=1e-9, abs=1e-15)
+    # the one-run part reads each run's own ρ² (r2u), and B does not depend on the pooling
+    a_1, b_1 = _planning_parts(weights, reps, {}, False)
+    one_raw = 4 * (q[0] ** 2 * c[0, 0] * e["pb"][0] + q[1] ** 2 * c[1, 1] * e["pc"][0])
+    sd1 = 4 * math.sqrt(2 * float(np.trace(gdiag @ c @ gdiag @ c)))
+    assert a_1 == pytest.approx(_bias_beyond_noise(one_raw, sd1), rel=1e-9, abs=1e-15)
+    assert b_u == b_1
+    if r_b * r_c < 0:  # opposite signs: no common bias for an unchanged rerun to carry
+        assert a_u < 0.2 * a_1
+
+
+def test_the_unchanged_bias_part_is_less_noisy_over_reruns_of_one_truth():
+    """Reruns of one biased truth (ρ = 0.2 in both runs, the candidate's r twice as noisy, e.g. a
+    smaller candidate run): the pooled plug-in has the same mean as the runs' own and a much smaller
+    spread. (At equal precision the two agree to first order: Σ r̂² and 2·r̄² have the same delta-
+    method variance; the pooling helps where one run's noisy ρ̂² would carry most of A.)"""
+    from edufair_metrics.analysis.compare import _planning_parts
+
+    rng = np.random.default_rng(11)
+    pooled, own = [], []
+    for _ in range(300):
+        r_b, r_c = rng.normal(0.2, 0.04), rng.normal(0.2, 0.08)
+        weights, reps, _ = _one_unit_reps(rng, r_b, r_c, corr=0.0)
+        e = next(iter(reps.values()))
+        e["sb"] = [r_b + (e["sb"][0] - r_b) / 2]  # the baseline's bootstrap sd: 0.04
+        e["pb"] = [r_b * r_b - 0.04 ** 2]
+        pooled.append(_planning_parts(weights, reps, {}, False, unchanged=True)[0])
+        own.append(_planning_parts(weights, reps, {}, False)[0])
+    assert np.mean(pooled) == pytest.approx(np.mean(own), rel=0.1)
+    assert np.std(pooled) < 0.7 * np.std(own)
