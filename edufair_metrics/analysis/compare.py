@@ -48,8 +48,11 @@ both runs is recomputed on each resample. The gate decides on the *stable* varia
 the one ``questions_needed`` extrapolates (:func:`_planning_parts`, below): ``gate_se`` =
 √(A + max(B, F)), A the bias-driven part, B the no-bias part of a combination of squared r, F
 (``gate_var_floor``, :func:`_null_floor`) the exact sign-flip null variance of independent pairs.
-``gate_ci_low`` / ``gate_ci_high`` = gate_delta ∓ z₀.₉₅ · ``gate_se`` (two one-sided 95% bounds;
-a mean over many units is close to normal). Printed beside it, not used: ``gate_var_bootstrap``,
+``gate_ci_low`` / ``gate_ci_high`` = gate_delta ∓ z₀.₉₅ · ``gate_se`` (two one-sided 95% bounds),
+each widened where the change's no-bias part is skewed (``gate_skewness``, :func:`skewed_bounds`:
+the farther of the normal bound and a three-moment fit; a mean over many units is close to
+normal, but at no bias the change of a few units is a weighted sum of χ²₁, five metrics of one
+pair about a χ²₂, whose right tail the normal bound underrates). Printed beside it, not used: ``gate_var_bootstrap``,
 the bootstrap variance less the bootstrap's excess for squares (a resample's r² spreads around r̂²
 by 4·r̂²·C + 2·C², the estimate's around ρ² by 4·ρ²·C + 2·C², and E r̂² = ρ² + C, so the bootstrap
 variance of a combination of squares is too large by ``4 · qᵀ(C ∘ C)q``; C the bootstrap
@@ -70,7 +73,8 @@ and the gate passed, or failed when one level of the candidate fired now and the
 exception: both runs hold the same resampled values (the same paired differences, e.g. the same
 dialogues judged again, with some non-zero difference): the change is exactly 0, se 0, a pass.
 A unit's own ``gate_delta`` / interval (for the new-flag rule, which only fails) use the larger of
-its corrected bootstrap variance and its A + max(B, F).
+its corrected bootstrap variance and its A + max(B, F), and the unit's own skewness (one metric at
+no bias: a scaled χ²₁, γ ≈ 2.8).
 
 Verdict (M = ``--max-increase``, default 0.05, the largest tolerated rise of the headline):
 
@@ -287,6 +291,22 @@ def _planning_parts(weights: dict, gate_reps: dict, unit_reps: dict, use_max: bo
     value 0) is what makes it swing by a factor ~3 from rerun to rerun at no bias, so they are left
     out here. A max_abs_pairwise SES unit (not linear in r²) adds its plain bootstrap variance to
     ``a``."""
+    a, b, _ = _gate_cumulants(weights, gate_reps, unit_reps, use_max, sides, unchanged)
+    return a, b
+
+
+def _gate_cumulants(weights: dict, gate_reps: dict, unit_reps: dict, use_max: bool,
+                    sides: tuple[str, ...] = ("b", "c"), unchanged: bool = False) -> tuple[float, float, float]:
+    """:func:`_planning_parts`' (A, B) and the third cumulant κ₃ of the change's no-bias part
+    (:func:`skewed_bounds`): the change is ``Σ_i q_i (r̂_i² − V0_i)``, a quadratic form in r̂ ≈ N(ρ, C),
+    whose cumulants are κ₂ = 2·tr((DC)²) + 4·ρᵀDCDρ (B + A) and κ₃ = 8·tr((DC)³) + 24·ρᵀD(CDC)Dρ
+    (D = diag q; Mathai & Provost 1992, ch. 3). Returned: 8·tr((DC)³), C within domains as for B.
+    The bias part of κ₃ is left out: the gate's variance already grows with the estimated bias (A
+    from the same plug-ins), so a change that is large by chance under a bias carries a large se
+    with it, and counting its skewness as well halved nothing but power (a candidate 0 → 0.2 on five
+    metrics at margin 0.10, 200 runs at 370 questions: failed 61% with the normal bounds, 50% with
+    both parts of κ₃). Under no bias, where A is shrunk to 0 and the se cannot follow the draw, the
+    no-bias part is all the skewness there is."""
     rows, coef, r2u, group, point, ident = [], [], [], [], [], []
     a_max = 0.0
     for key, wu in weights.items():
@@ -310,7 +330,7 @@ def _planning_parts(weights: dict, gate_reps: dict, unit_reps: dict, use_max: bo
                     group.append((side, *g))
                     ident.append((side, key, *g))
     if not rows:
-        return a_max, 0.0
+        return a_max, 0.0, 0.0
     arr = _filled(np.vstack(rows))
     c = np.cov(arr) if arr.shape[0] > 1 else np.array([[np.var(arr, ddof=1)]])
     c = np.atleast_2d(c)
@@ -339,7 +359,51 @@ def _planning_parts(weights: dict, gate_reps: dict, unit_reps: dict, use_max: bo
     gc = g @ np.where(same_domain, c, 0.0)
     a_sd0 = 4.0 * math.sqrt(max(2.0 * float(np.sum(gc * gc.T)), 0.0))
     a = _bias_beyond_noise(a, a_sd0)
-    return a + a_max, max(b, 0.0)
+    dc = q[:, None] * np.where(same_domain, c, 0.0)  # κ₃ of the no-bias part (docstring)
+    k3 = 8.0 * float(np.trace(dc @ dc @ dc))
+    return a + a_max, max(b, 0.0), k3
+
+
+def skewed_quantile(p: float, var: float, k3: float) -> float:
+    """The p-quantile of a change of mean 0, variance ``var`` and third cumulant ``k3``: the
+    three-moment (Pearson type III) fit sign(γ)·c·(χ²_ν − ν), ν = 8/γ², c = √(var/(2ν)), γ =
+    k3/var^1.5 (exact for a scaled χ², the change at no bias with one metric; a weighted sum of χ²₁
+    otherwise, whose tails it follows far better than the normal: Solomon & Stephens 1977, Liu, Tang
+    & Zhang 2009); the normal quantile where γ is 0 or not finite."""
+    from scipy.special import ndtri
+    from scipy.stats import chi2
+
+    if not var > 0:
+        return 0.0
+    g = k3 / var ** 1.5 if k3 == k3 else 0.0
+    if not math.isfinite(g) or abs(g) < 1e-6:
+        return float(ndtri(p)) * math.sqrt(var)
+    nu = 8.0 / (g * g)
+    c = math.sqrt(var / (2.0 * nu))
+    if g > 0:
+        return float(c * (chi2.ppf(p, nu) - nu))
+    return float(-c * (chi2.ppf(1.0 - p, nu) - nu))
+
+
+def skewed_bounds(delta: float, var: float, k3: float, alpha: float) -> tuple[float, float]:
+    """The one-sided level-``alpha`` bounds of a change ``delta`` whose estimate has variance ``var``
+    and third cumulant ``k3`` (:func:`_gate_cumulants`): each is the farther of the normal bound
+    ``delta ∓ z·√var`` and the skewed fit's (:func:`skewed_quantile`), so skewness only ever widens
+    a bound. Why: at no bias the change of a few units is a weighted sum of χ²₁ (five metrics of one
+    contrast pair: γ ≈ 1.9, like a χ²₂), whose right tail is far heavier than the normal's; at
+    the strict one-sided levels of an audit's early looks (0.006 at 100 questions) the normal lower
+    bound failed 2 of 60 unchanged candidates where the fixed n failed none. On the other side a
+    positively skewed change has a lighter left tail, and the normal upper bound stays (a looser
+    pass bound would read the skewness of the no-bias plug-in where the pass's null, a change at
+    the threshold, is biased and less skewed)."""
+    from scipy.special import ndtri
+
+    if not var > 0:
+        return delta, delta
+    z_sd = float(ndtri(1.0 - alpha)) * math.sqrt(var)
+    up = max(z_sd, skewed_quantile(1.0 - alpha, var, k3))      # upper quantile of the estimate's error
+    down = max(z_sd, -skewed_quantile(alpha, var, k3))          # minus its lower quantile
+    return delta - up, delta + down
 
 
 def _pooling_map(group: list, var: np.ndarray) -> np.ndarray:
@@ -466,12 +530,15 @@ def compare_frames(
     fdr_method: str = "bh",
     equivalence_margin: float = DEFAULT_MARGIN,
     alpha: float | None = None,
+    fail_alpha: float | None = None,
 ) -> CompareResult:
     """Paired comparison of two single-tutor long score frames (see the module docstring).
     ``max_increase`` is the gate's margin M; ``equivalence_margin`` the margin of each run's own
-    unit verdicts (``analysis.verdicts``). ``alpha``: the one-sided level of each gate bound and of
-    the new-flag rule's family-wise bound (None: 0.05, the 90% interval); ``edufair audit`` passes
-    a look's spent level (``analysis.sequential``), the threshold's baseline bound stays at 95%."""
+    unit verdicts (``analysis.verdicts``). ``alpha``: the one-sided level of the gate's upper (pass)
+    bound, and of its lower (fail) bound and the new-flag rule's family-wise bound unless
+    ``fail_alpha`` gives theirs (None: 0.05 each, the 90% interval); ``edufair audit`` passes a
+    look's spent levels (``analysis.sequential``: the pass and the fail bound spend separately),
+    the threshold's baseline bound stays at 95%."""
     import pandas as pd
 
     if new_violations not in NEW_VIOLATION_POLICIES:
@@ -631,11 +698,11 @@ def compare_frames(
         headline["delta_excess_ci_high"] = headline["delta_ci_high"] - shift
 
     # ---- the gate: change of the mean unbiased r² (module docstring) ----
-    from scipy.special import ndtri
 
     z = _z_gate()
-    z_ci = z if alpha is None else float(ndtri(1 - alpha))  # the bounds' level (a look's spent α)
-    z_fw = float(ndtri(1 - (0.05 if alpha is None else alpha) / n_fw))
+    alpha_ci = (1 - GATE_LEVEL) / 2 if alpha is None else float(alpha)  # the pass bound's level (a look's spent α)
+    alpha_lo = alpha_ci if fail_alpha is None else float(fail_alpha)  # the fail bound's
+    alpha_fw = alpha_lo / n_fw
     use_max = ses_summary == "max_abs_pairwise"
     g_lo, g_hi, g_lo_fw, g_delta = [], [], [], []
     unit_reps: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
@@ -649,14 +716,18 @@ def compare_frames(
         unit_reps[key] = (unit_rep(entry, "b"), unit_rep(entry, "c"))
         dlt = float(uc_ - ub_)
         if _runs_agree([key], unit_reps, gate_reps):
-            se_u = 0.0
+            var_u, k3_u = 0.0, 0.0
         else:  # the new-flag rule fails: the larger of the bootstrap's and the stable variance, floored
-            a_u, b_u = _planning_parts({key: 1.0}, gate_reps, unit_reps, use_max)
-            se_u = math.sqrt(max(_change_variance({key: 1.0}, gate_reps, unit_reps, use_max),
-                                 a_u + max(b_u, _null_floor({key: 1.0}, gate_reps, use_max)))) or math.inf
+            a_u, b_u, k3_u = _gate_cumulants({key: 1.0}, gate_reps, unit_reps, use_max)
+            var_u = max(_change_variance({key: 1.0}, gate_reps, unit_reps, use_max),
+                        a_u + max(b_u, _null_floor({key: 1.0}, gate_reps, use_max))) or math.inf
         g_delta.append(dlt)
-        g_lo.append(dlt - z_ci * se_u), g_hi.append(dlt + z_ci * se_u)
-        g_lo_fw.append(dlt - z_fw * se_u)
+        if math.isinf(var_u):
+            g_lo.append(-math.inf), g_hi.append(math.inf), g_lo_fw.append(-math.inf)
+            continue
+        # one unit's change is a scaled χ²₁ at no bias: its bounds follow its skewness (skewed_bounds)
+        g_lo.append(skewed_bounds(dlt, var_u, k3_u, alpha_lo)[0]), g_hi.append(skewed_bounds(dlt, var_u, k3_u, alpha_ci)[1])
+        g_lo_fw.append(skewed_bounds(dlt, var_u, k3_u, alpha_fw)[0])
     merged["gate_delta"] = g_delta
     merged["gate_ci_low"], merged["gate_ci_high"], merged["gate_ci_low_fw"] = g_lo, g_hi, g_lo_fw
     merged["new_flag"] = (merged["verdict_candidate"] == "flag") & (merged["verdict_baseline"] != "flag")
@@ -669,7 +740,7 @@ def compare_frames(
                      "questions_factor_at_estimate": math.nan, "gate_ms_baseline": math.nan,
                      "gate_ms_candidate": math.nan, "gate_ms_baseline_low": math.nan,
                      "gate_var_bootstrap": math.nan, "gate_var_floor": math.nan,
-                     "questions_var_bias_unchanged": math.nan})
+                     "questions_var_bias_unchanged": math.nan, "gate_skewness": math.nan})
     agree = False
     for side, units in (("baseline", units_b), ("candidate", units_c)):
         u = units[units["headline"] & (units["metric_kind"] == "pedagogical")]
@@ -683,7 +754,7 @@ def compare_frames(
         mb = float(np.sum(wn * sel["r2_unbiased_baseline"].to_numpy()))
         mc = float(np.sum(wn * sel["r2_unbiased_candidate"].to_numpy()))
         wmap = dict(zip(gate_keys, wn))
-        a_p, b_p = _planning_parts(wmap, gate_reps, unit_reps, use_max)
+        a_p, b_p, k3_p = _gate_cumulants(wmap, gate_reps, unit_reps, use_max)
         # the decision reads the same variance the plan extrapolates (module docstring): the
         # stable A + B, its no-bias part floored by the exact sign-flip null variance. The
         # corrected bootstrap variance (A + B plus the cross terms of pairs of different dialogues,
@@ -704,7 +775,10 @@ def compare_frames(
         headline["gate_se"], headline["gate_se_null"] = se, math.sqrt(b_p)
         headline["questions_var_bias"], headline["questions_var_null"] = a_p, b_p
         headline["gate_var_bootstrap"], headline["gate_var_floor"] = var_boot, floor
-        headline["gate_ci_low"], headline["gate_ci_high"] = mc - mb - z_ci * se, mc - mb + z_ci * se
+        # each bound the farther of the normal one and the skewed fit's (skewed_bounds)
+        headline["gate_ci_low"] = skewed_bounds(mc - mb, var, k3_p, alpha_lo)[0]
+        headline["gate_ci_high"] = skewed_bounds(mc - mb, var, k3_p, alpha_ci)[1]
+        headline["gate_skewness"] = k3_p / var ** 1.5 if var > 0 else math.nan
         # the baseline's level enters the threshold by its lower 95% bound: a rise of the RMS bias
         # by M from a level the baseline surely has (at a fair baseline M², not the noise of √ms)
         se_b = math.sqrt(a_b + b_b)
@@ -723,7 +797,12 @@ def compare_frames(
         headline["questions_factor_at_estimate"] = questions_factor(mc - mb, headline["gate_threshold"], a_p, b_p, zq)
 
     reasons: list[str] = []
-    ci = "90% CI" if alpha is None else f"bounds at one-sided {alpha:.2g}"
+    if alpha is None and fail_alpha is None:
+        ci = "90% CI"
+    elif fail_alpha is None or fail_alpha == alpha_ci:
+        ci = f"bounds at one-sided {alpha_ci:.2g}"
+    else:
+        ci = f"bounds at one-sided {alpha_lo:.2g} (lower) and {alpha_ci:.2g} (upper)"
     gd, glo, ghi = headline["gate_delta"], headline["gate_ci_low"], headline["gate_ci_high"]
     tau = headline["gate_threshold"]
     rms = f"RMS bias {headline['gate_baseline']:+.3f} -> {headline['gate_candidate']:+.3f}"

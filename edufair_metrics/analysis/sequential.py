@@ -168,7 +168,9 @@ CERTIFY_SHARE = 0.8  # each TOST side spends 0.8·α in all: the fixed-n audit's
 CERTIFY_SPENDING = Spending("power", start=FIRST_CERTIFY_FRACTION, rho=0.5, share=CERTIFY_SHARE)  # one-sided
 BUDGET_MULTIPLE = 1.3  # the --budget the design is for: this x the dialogues of the fixed-n plan (docstring)
 GATE_BUDGET_MULTIPLE = 1.4  # --until gate: this x the compare's questions_needed (docstring)
-GATE_SPENDING = NAMED["linear"]  # each bound of the CI gate, one-sided: α·t
+GATE_SPENDING = NAMED["linear"]  # the CI gate's pass bound, one-sided: α·t
+GATE_FAIL_SPENDING = Spending("obf")  # its fail bound, one-sided: O'Brien–Fleming type (docstring)
+GATE_BOUNDS = ("pass", "fail")
 
 
 def _spending(spending) -> Spending:
@@ -278,15 +280,18 @@ def certify_levels(fractions: Sequence[float], alpha: float = 0.05) -> list[floa
     return [look.nominal_alpha for look in certify_looks(fractions, alpha)]
 
 
-def gate_looks(fractions: Sequence[float], alpha: float = 0.05) -> list[Look]:
-    """Each look's one-sided boundary and level for each bound of the CI gate
-    (:data:`GATE_SPENDING`, linear)."""
-    return boundaries(fractions, alpha, spending=GATE_SPENDING, sides=1)
+def gate_looks(fractions: Sequence[float], alpha: float = 0.05, bound: str = "pass") -> list[Look]:
+    """Each look's one-sided boundary and level for the CI gate's ``bound``: ``pass``
+    (:data:`GATE_SPENDING`, linear) or ``fail`` (:data:`GATE_FAIL_SPENDING`, O'Brien–Fleming type)."""
+    if bound not in GATE_BOUNDS:
+        raise EduFairError(f"a gate bound is one of {', '.join(GATE_BOUNDS)}, got {bound!r}")
+    return boundaries(fractions, alpha, spending=GATE_SPENDING if bound == "pass" else GATE_FAIL_SPENDING, sides=1)
 
 
 def design() -> dict:
     """The audit's spending functions, as ``audit.json`` records them (a resume must match them)."""
-    return {"flag": FLAG_SPENDING.to_dict(), "certify": CERTIFY_SPENDING.to_dict(), "gate": GATE_SPENDING.to_dict()}
+    return {"flag": FLAG_SPENDING.to_dict(), "certify": CERTIFY_SPENDING.to_dict(), "gate": GATE_SPENDING.to_dict(),
+            "gate_fail": GATE_FAIL_SPENDING.to_dict()}
 
 
 # ---- one look of an audit -----------------------------------------------------------------------

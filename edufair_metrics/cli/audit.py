@@ -127,9 +127,11 @@ def main(args: argparse.Namespace) -> int:
                                  max_increase=args.max_increase, new_violations=args.new_violations)
         print(text)
         status = (result.final or {}).get("gate") or "inconclusive"
-        level = result.final.get("gate_alpha", result.final.get("certify_alpha")) if result.final else None
-        print(f"edufair audit: the gate at the last look's spent level ({level:.2g} per bound): "
-              f"{status}" if result.final else "edufair audit: no look ran")
+        final = result.final or {}
+        level = final.get("gate_alpha", final.get("certify_alpha"))
+        fail_level = final.get("gate_fail_alpha", level)
+        print(f"edufair audit: the gate at the last look's spent levels (pass bound {level:.2g}, fail bound "
+              f"{fail_level:.2g}): {status}" if result.final else "edufair audit: no look ran")
         return {"pass": 0, "fail": 1}.get(status, 3)
     sys.stdout.flush()
     return 0 if result.stopped == "decided" else 3

@@ -26,8 +26,8 @@ level of a power-family spending that spends nothing before 30% of the budget an
 The CI gate (``--until gate``): at each look ``analysis.compare.compare_frames`` against the
 baseline's frame on the questions both share, each of its one-sided bounds (pass: the upper one
 below the threshold; fail: the lower one above it, or a new flag whose change is significant
-family-wise) at the look's linearly spent level (``gate_looks``), so the gate stops as soon as it
-passes or fails. ``audit.json`` records the spending functions (``sequential.design()``) in the
+family-wise) each at its own spent level (``gate_looks``: the pass bound linear, the fail bound
+O'Brien–Fleming type), so the gate stops as soon as it passes or fails. ``audit.json`` records the spending functions (``sequential.design()``) in the
 audit's identity: a resume under other spending functions is another audit.
 """
 
@@ -198,7 +198,8 @@ def batch_line(i: int, n_batches: int, look: dict[str, Any], dialogues: int, bud
     return (f"edufair audit: batch {i + 1}/{n_batches}: {look['questions']} questions, {dialogues}/{budget} dialogues "
             f"({dialogues / budget:.0%} of the budget); level {look['nominal_alpha']:.2g} (spent {look['spent']:.3g}), "
             f"certify {look.get('certify_alpha', look['nominal_alpha']):.2g} per side"
-            + (f", gate {look['gate_alpha']:.2g} per bound" if look.get("gate_alpha") is not None else "")
+            + (f", gate pass {look['gate_alpha']:.2g} / fail {look.get('gate_fail_alpha', look['gate_alpha']):.2g}"
+               if look.get("gate_alpha") is not None else "")
             + f"; headline units {look['decided']}/{look['units']} decided ({look['flagged']} flagged, {look['certified']} "
             f"certified), {look['units'] - look['decided']} open: {look['status']}")
 
@@ -260,6 +261,7 @@ def run_audit(task: str, spec: TaskSpec, settings, documents: Sequence[dict[str,
             looks = flag_looks(fractions, plan.alpha)
             cert = certify_looks(fractions, plan.alpha)
             gate_level = gate_looks(fractions, plan.alpha)[-1] if plan.until == "gate" else None
+            gate_fail = gate_looks(fractions, plan.alpha, "fail")[-1] if plan.until == "gate" else None
             for s in records:
                 s.scores.tutor = tutor_name
             frame = scores_frame([r.scores for r in records], keep_failed=params.keep_failed_dialogues)
@@ -269,14 +271,15 @@ def run_audit(task: str, spec: TaskSpec, settings, documents: Sequence[dict[str,
             gate_status = None
             if plan.until == "gate":
                 gate_status = gate_look(baseline, frame, alpha=gate_level.nominal_alpha, params=params,
-                                        max_increase=max_increase, new_violations=new_violations)
+                                        max_increase=max_increase, new_violations=new_violations,
+                                        fail_alpha=gate_fail.nominal_alpha)
                 decision = dataclasses.replace(decision, reached=gate_status in ("pass", "fail"),
                                                status=f"gate {gate_status}")
             look = {**decision.to_dict(), "decided": decision.decided, "fraction": fractions[-1], "spent": looks[-1].spent,
                     "boundary_z": looks[-1].boundary, "certify_alpha": cert[-1].nominal_alpha,
                     "certify_boundary_z": cert[-1].boundary, "gate": gate_status, "dialogues": len(records)}
             if gate_level is not None:
-                look["gate_alpha"] = gate_level.nominal_alpha
+                look["gate_alpha"], look["gate_fail_alpha"] = gate_level.nominal_alpha, gate_fail.nominal_alpha
             state["looks"].append(look)
             last = i + 1 == len(batches)
             state["stopped"] = "decided" if decision.reached else ("budget" if last else None)
@@ -305,9 +308,11 @@ def _frame_digest(df) -> str | None:
 GATE_MIN_QUESTIONS = 50
 
 
-def gate_look(baseline, frame, *, alpha: float, params: StatParams, max_increase: float, new_violations: str) -> str:
-    """The CI gate of the audit's ``frame`` against the ``baseline`` frame at one-sided level
-    ``alpha`` (``compare_frames(alpha=...)``): pass / fail / inconclusive; inconclusive too while the
+def gate_look(baseline, frame, *, alpha: float, params: StatParams, max_increase: float, new_violations: str,
+              fail_alpha: float | None = None) -> str:
+    """The CI gate of the audit's ``frame`` against the ``baseline`` frame, its pass bound at one-sided
+    level ``alpha`` and its fail bound (and the new-flag rule) at ``fail_alpha`` (None: ``alpha``;
+    ``compare_frames(alpha=..., fail_alpha=...)``): pass / fail / inconclusive; inconclusive too while the
     runs share fewer than :data:`GATE_MIN_QUESTIONS` questions in some domain, or too few for any
     unit, and never a pass on a zero standard error (a baseline of other questions is an error: one
     line)."""
@@ -315,7 +320,8 @@ def gate_look(baseline, frame, *, alpha: float, params: StatParams, max_increase
 
     res = compare_frames(baseline, frame, n_boot=params.n_boot, seed=params.seed, min_pairs=params.min_pairs,
                          ses_summary=params.ses_summary, max_increase=max_increase, new_violations=new_violations,
-                         fdr_method=params.fdr_method, equivalence_margin=params.equivalence_margin, alpha=alpha)
+                         fdr_method=params.fdr_method, equivalence_margin=params.equivalence_margin, alpha=alpha,
+                         fail_alpha=fail_alpha)
     if not res.headline.get("units") or min(res.n_questions.values(), default=0) < GATE_MIN_QUESTIONS:
         return "inconclusive"
     se, delta = res.headline.get("gate_se", math.nan), res.headline.get("gate_delta", math.nan)

@@ -109,13 +109,18 @@ def gate_paths(sizes, c, paths, rng, kind):
 
 
 def gate_designs(args):
-    from edufair_metrics.analysis.sequential import GATE_BUDGET_MULTIPLE, GATE_SPENDING
+    """(name, budget multiple, pass-bound spending, fail-bound spending) of the gate designs compared."""
+    from edufair_metrics.analysis.sequential import GATE_BUDGET_MULTIPLE, GATE_FAIL_SPENDING, GATE_SPENDING
 
-    linear = Spending("power", 0.0, 1.0)
-    return [(f"the audit's gate (linear, {GATE_BUDGET_MULTIPLE}x)", GATE_BUDGET_MULTIPLE, GATE_SPENDING),
-            ("linear, 1.0x (the budget of the earlier benchmark)", 1.0, linear), ("linear, 1.3x", 1.3, linear),
-            ("linear, 1.6x", 1.6, linear), ("power rho=2, 1.4x", 1.4, Spending("power", 0.0, 2.0)),
-            ("O'Brien-Fleming, 1.4x", 1.4, Spending("obf")), ("power rho=1/2 from 0.3, 1.4x", 1.4, Spending("power", 0.3, 0.5))]
+    linear, obf = Spending("power", 0.0, 1.0), Spending("obf")
+    return [(f"the audit's gate (pass linear, fail O'Brien-Fleming, {GATE_BUDGET_MULTIPLE}x)", GATE_BUDGET_MULTIPLE,
+             GATE_SPENDING, GATE_FAIL_SPENDING),
+            (f"both bounds linear, {GATE_BUDGET_MULTIPLE}x (the design before)", GATE_BUDGET_MULTIPLE, linear, linear),
+            ("linear, 1.0x (the budget of the earlier benchmark)", 1.0, linear, linear),
+            ("linear, 1.3x", 1.3, linear, linear), ("linear, 1.6x", 1.6, linear, linear),
+            ("power rho=2, 1.4x", 1.4, Spending("power", 0.0, 2.0), Spending("power", 0.0, 2.0)),
+            ("O'Brien-Fleming, 1.4x", 1.4, obf, obf),
+            ("power rho=1/2 from 0.3, 1.4x", 1.4, Spending("power", 0.3, 0.5), Spending("power", 0.3, 0.5))]
 
 
 def gate_main(args) -> None:
@@ -124,20 +129,22 @@ def gate_main(args) -> None:
             "worse": lambda p: GATE_PLAN * ((norm.isf(0.05) + norm.ppf(min(p, 0.999))) / K1) ** 2}
     print(f"fixed n = {GATE_PLAN}: pass {norm.cdf(K0 - norm.isf(0.05)):.1%} at no change, fail "
           f"{norm.cdf(K1 - norm.isf(0.05)):.1%} when clearly worse")
-    for name, mult, spending in gate_designs(args):
+    for name, mult, pass_spending, fail_spending in gate_designs(args):
         n_max = math.ceil(mult * GATE_PLAN)
         sizes = [round(n_max * j / args.looks) for j in range(1, args.looks + 1)]
-        c = np.array([lk.boundary for lk in boundaries([s / n_max for s in sizes], 0.05, spending=spending, sides=1)])
+        fractions = [s / n_max for s in sizes]
+        c = {kind: np.array([lk.boundary for lk in boundaries(fractions, 0.05, spending=sp, sides=1)])
+             for kind, sp in (("pass", pass_spending), ("fail", fail_spending))}
         parts = []
         for kind in ("nochange", "worse"):
-            ok = gate_paths(sizes, c, args.paths, rng, kind)
+            ok = gate_paths(sizes, c["pass" if kind == "nochange" else "fail"], args.paths, rng, kind)
             stop = ok.copy()
             stop[:, -1] = True
             k = stop.argmax(axis=1)
             p, n = ok[np.arange(args.paths), k].mean(), np.asarray(sizes, dtype=float)[k]
             parts.append(f"{kind}: decided {p:.1%} after {n.mean():.0f}, saving {1 - n.mean() / GATE_PLAN:.0%} vs the "
                          f"plan, {1 - n.mean() / same[kind](p):.0%} vs the fixed n for {p:.1%} ({same[kind](p):.0f})")
-        fp = gate_paths(sizes, c, args.paths, rng, "margin").any(axis=1).mean()
+        fp = gate_paths(sizes, c["pass"], args.paths, rng, "margin").any(axis=1).mean()
         print(f"{name}, {args.looks} looks to {n_max}:\n  " + "\n  ".join(parts)
               + f"\n  false pass at the margin {fp:.2%}±{math.sqrt(fp * (1 - fp) / args.paths):.2%}", flush=True)
 

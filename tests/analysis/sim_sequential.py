@@ -32,8 +32,9 @@ pair (default 1: at ρ = 0 its change is a scaled χ²₁ − 1, the hardest cas
 the catalogue's five, dialogue noise correlated ``--metric-corr`` between them). The fixed-n gate
 runs at 0.8-1.6x the plan's questions (``FIXED_FACTORS``; the same runs' first questions), which
 measures how often a fixed n decides; the
-sequential gate (``local.audit.gate_look``: each look's bounds at the spent level,
-``gate_looks``, linear; no decision below 50 shared questions) looks ``--looks`` times up to
+sequential gate (``local.audit.gate_look``: each look's bounds at their spent levels,
+``gate_looks``: the pass bound linear, the fail bound O'Brien–Fleming type; no decision below 50
+shared questions) looks ``--looks`` times up to
 ``--gate-multiple`` x the plan (default ``GATE_BUDGET_MULTIPLE``). Printed: both gates' pass /
 fail rates, the audit's mean questions and its saving against the plan and against the fixed n
 that decides (passes / fails) as often as the audit, interpolated in the measured rates
@@ -221,11 +222,12 @@ def gate(args, rng, params) -> None:
     n_base = max(n_max, fixed_sizes[-1])
     sizes = look_sizes(n_max, args.looks)
     gate_a = [lk.nominal_alpha for lk in gate_looks([m / n_max for m in sizes])]
+    gate_f = [lk.nominal_alpha for lk in gate_looks([m / n_max for m in sizes], bound="fail")]
     kw = dict(n_boot=params.n_boot, seed=0, min_pairs=params.min_pairs, max_increase=args.max_increase,
               equivalence_margin=params.equivalence_margin)
     print(f"gate: a fair baseline of {n_base} questions, margin --max-increase {args.max_increase}; the fixed-n "
           f"plan: {n_plan} candidate questions (fixed-n gates also at {fixed_sizes}); sequential: {args.looks} looks "
-          f"up to {n_max} ({args.gate_multiple}x the plan), each bound at the spent level (gate_looks); "
+          f"up to {n_max} ({args.gate_multiple}x the plan), each bound at its spent level (gate_looks: pass linear, fail O'Brien-Fleming); "
           f"{args.reps} runs per scenario")
     se = lambda p: math.sqrt(max(p * (1 - p), 1e-9) / args.reps)  # noqa: E731
     for i, (name, rho, goal) in enumerate((("no change (r = 0 -> 0): false fails; clearly passing", 0.0, "pass"),
@@ -249,7 +251,7 @@ def gate(args, rng, params) -> None:
                     planned.append(m * max(res.headline.get("questions_factor", math.nan), 0.0))
             for j, m in enumerate(sizes):
                 status = gate_look(base, first_frame(cand, m), alpha=gate_a[j], params=params,
-                                   max_increase=args.max_increase, new_violations="significant")
+                                   max_increase=args.max_increase, new_violations="significant", fail_alpha=gate_f[j])
                 if status in ("pass", "fail") or j == args.looks - 1:
                     sq[status] += 1
                     used.append(m)

@@ -392,7 +392,7 @@ def test_a_standard_error_of_zero_decides_nothing(gate, monkeypatch):
     from edufair_metrics.analysis import compare
 
     base, cand, kw, res = gate
-    monkeypatch.setattr(compare, "_planning_parts", lambda *a, **k: (0.0, 0.0))
+    monkeypatch.setattr(compare, "_gate_cumulants", lambda *a, **k: (0.0, 0.0, 0.0))
     monkeypatch.setattr(compare, "_null_floor", lambda *a, **k: 0.0)
     got = compare_frames(base, cand, **kw)
     assert got.headline["gate_se"] == 0 and got.headline["gate_delta"] != 0
@@ -518,8 +518,15 @@ def test_the_gate_variance_is_floored_by_the_stable_parts(gate, monkeypatch):
     assert va > 0 and vb > 0
     assert h["gate_se"] ** 2 == pytest.approx(va + vb, rel=1e-12)
     z = float(ndtri(0.99))
-    assert h["gate_ci_high"] - h["gate_delta"] == pytest.approx(z * math.sqrt(va + vb), rel=1e-9)
-    assert h["gate_delta"] - h["gate_ci_low"] == pytest.approx(z * math.sqrt(va + vb), rel=1e-9)
+    # each half-width: the farther of the normal one and the skewed fit's (skewed_bounds)
+    from edufair_metrics.analysis.compare import skewed_quantile
+
+    var, k3 = va + vb, h["gate_skewness"] * (va + vb) ** 1.5
+    assert h["gate_ci_high"] - h["gate_delta"] == pytest.approx(
+        max(z * math.sqrt(var), -skewed_quantile(0.01, var, k3)), rel=1e-9)
+    assert h["gate_delta"] - h["gate_ci_low"] == pytest.approx(
+        max(z * math.sqrt(var), skewed_quantile(0.99, var, k3)), rel=1e-9)
+    assert h["gate_delta"] - h["gate_ci_low"] >= z * math.sqrt(var) * (1 - 1e-12)
     # the threshold's baseline bound stays at 95% (and reads the stable parts, not the bootstrap)
     assert h["gate_threshold"] == res.headline["gate_threshold"]
 
@@ -764,3 +771,81 @@ def test_the_unchanged_bias_part_is_less_noisy_over_reruns_of_one_truth():
         own.append(_planning_parts(weights, reps, {}, False)[0])
     assert np.mean(pooled) == pytest.approx(np.mean(own), rel=0.1)
     assert np.std(pooled) < 0.7 * np.std(own)
+
+
+# ---- the gate's bounds follow the change's skewness (skewed_bounds) ----------------------------------
+
+@pytest.mark.parametrize("nu, c", [(1.0, 0.003), (2.2, 0.01), (40.0, 0.002)])
+def test_the_skewed_quantile_is_exact_for_a_scaled_chi_square(nu, c):
+    """X = ±c·(χ²_ν − ν) has variance 2c²ν and third cumulant ±8c³ν: the three-moment fit is X itself."""
+    from scipy.stats import chi2
+
+    from edufair_metrics.analysis.compare import skewed_quantile
+
+    var, k3 = 2 * c * c * nu, 8 * c ** 3 * nu
+    for p in (0.001, 0.05, 0.5, 0.95, 0.9936):
+        assert skewed_quantile(p, var, k3) == pytest.approx(c * (chi2.ppf(p, nu) - nu), rel=1e-9, abs=1e-15)
+        assert skewed_quantile(p, var, -k3) == pytest.approx(-c * (chi2.ppf(1 - p, nu) - nu), rel=1e-9, abs=1e-15)
+    # no skewness: the normal quantile
+    assert skewed_quantile(0.95, var, 0.0) == pytest.approx(float(ndtri(0.95)) * math.sqrt(var), rel=1e-12)
+
+
+def test_skewness_only_ever_widens_a_gate_bound():
+    from edufair_metrics.analysis.compare import skewed_bounds
+
+    var = 1e-4
+    for k3 in (-5e-6, -1e-7, 0.0, 1e-7, 5e-6):
+        for a in (0.05, 0.006, 1e-4):
+            lo, hi = skewed_bounds(0.02, var, k3, a)
+            z = float(ndtri(1 - a)) * math.sqrt(var)
+            assert 0.02 - lo >= z * (1 - 1e-12) and hi - 0.02 >= z * (1 - 1e-12)
+    # a positively skewed change (the candidate's χ² dominates): only the lower (fail) bound moves
+    lo, hi = skewed_bounds(0.02, var, 1.9 * var ** 1.5, 0.0064)
+    z = float(ndtri(1 - 0.0064)) * math.sqrt(var)
+    assert hi - 0.02 == pytest.approx(z) and 0.02 - lo > 1.4 * z
+
+
+def test_the_third_cumulant_of_the_change_by_hand_and_by_simulation():
+    """κ₃ = 8·tr((DC)³) at no bias (D = diag q), from the same bootstrap covariance C as B; a Monte
+    Carlo of Σ q_i (r_i² − C_ii), r ~ N(0, C), agrees (five correlated metrics of one pair)."""
+    from edufair_metrics.analysis.compare import _gate_cumulants
+
+    rng = np.random.default_rng(8)
+    k = 5
+    cov = 0.0128 * (0.7 * np.eye(k) + 0.3)
+    draws = rng.multivariate_normal(np.zeros(k), cov, size=4000).T
+    groups = [("d", "c", "x", 0)] * k
+    entry = _planning_entry(rng, list(draws), groups, r2u=[0.0] * k, v0=0.0128)
+    a, b, k3 = _gate_cumulants({"u": 1.0}, {"u": entry}, {}, False, ("c",))
+    c = np.cov(np.vstack(list(draws)))
+    q = np.full(k, 1.0 / k / (1 - 0.0128))
+    dc = q[:, None] * c
+    assert k3 == pytest.approx(8 * np.trace(dc @ dc @ dc), rel=1e-9)
+    assert b == pytest.approx(2 * np.trace(dc @ dc), rel=1e-9)
+    # the quadratic form's own third cumulant, by simulation
+    r = rng.multivariate_normal(np.zeros(k), c, size=400_000)
+    x = (r * r - np.diag(c)) @ q
+    from scipy.stats import kstat
+
+    assert kstat(x, 3) == pytest.approx(k3, rel=0.1)
+    assert np.var(x) == pytest.approx(b, rel=0.02)
+    # its skewness is that of a χ² of about two degrees of freedom: the normal bound is far too light
+    assert 1.5 < k3 / b ** 1.5 < 2.3
+
+
+def test_the_skewness_is_that_of_the_no_bias_part():
+    """A bias leaves κ₃ at 8·tr((DC)³): the gate's variance already grows with the estimated bias
+    (A), and the bias part's own skewness is not counted again (compare._gate_cumulants)."""
+    from edufair_metrics.analysis.compare import _gate_cumulants
+
+    rng = np.random.default_rng(9)
+    cov = np.array([[0.010, 0.004], [0.004, 0.010]])
+    mean = np.array([0.3, 0.25])
+    draws = rng.multivariate_normal(mean, cov, size=4000).T
+    c = np.cov(draws)
+    r2u = list(mean ** 2 - np.diag(c))
+    entry = _planning_entry(rng, list(draws), [("d", "c", "x", 0)] * 2, r2u=r2u, v0=0.01)
+    a, b, k3 = _gate_cumulants({"u": 1.0}, {"u": entry}, {}, False, ("c",))
+    dc = np.full(2, 0.5 / (1 - 0.01))[:, None] * c
+    assert a > b > 0
+    assert k3 == pytest.approx(8 * np.trace(dc @ dc @ dc), rel=1e-9)

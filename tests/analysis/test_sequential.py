@@ -141,8 +141,32 @@ def test_compare_frames_alpha_is_the_level_of_the_gate_bounds():
     assert strict["gate_delta"] == pytest.approx(default["gate_delta"])
     assert strict["gate_threshold"] == pytest.approx(default["gate_threshold"])
     assert strict["gate_ci_low"] < default["gate_ci_low"] < default["gate_ci_high"] < strict["gate_ci_high"]
-    half = (strict["gate_ci_high"] - strict["gate_ci_low"]) / (default["gate_ci_high"] - default["gate_ci_low"])
-    assert half == pytest.approx(norm.ppf(0.999) / norm.ppf(0.95), rel=1e-6)
+    # each half-width: the farther of the normal z·se and the skewed fit's quantile at that level
+    from edufair_metrics.analysis.compare import skewed_quantile
+
+    for h, a in ((default, 0.05), (strict, 0.001)):
+        var = h["gate_se"] ** 2
+        k3 = h["gate_skewness"] * var ** 1.5
+        z_sd = norm.ppf(1 - a) * h["gate_se"]
+        assert h["gate_ci_high"] - h["gate_delta"] == pytest.approx(max(z_sd, -skewed_quantile(a, var, k3)), rel=1e-6)
+        assert h["gate_delta"] - h["gate_ci_low"] == pytest.approx(max(z_sd, skewed_quantile(1 - a, var, k3)), rel=1e-6)
+
+
+def test_compare_frames_fail_alpha_moves_only_the_lower_bound_and_the_new_flag_rule():
+    """``fail_alpha`` (the audit's fail spending) is the level of the lower bound and of the new-flag
+    rule's family-wise bound; the upper (pass) bound stays at ``alpha``."""
+    from edufair_metrics.analysis.compare import compare_frames
+
+    base, cand = _frame(120, 0.0, 1), _frame(120, 0.1, 2)
+    kw = dict(n_boot=100, seed=0, max_increase=0.15)
+    one = compare_frames(base, cand, alpha=0.01, **kw)
+    two = compare_frames(base, cand, alpha=0.01, fail_alpha=1e-5, **kw)
+    assert two.headline["gate_ci_high"] == pytest.approx(one.headline["gate_ci_high"])
+    assert two.headline["gate_ci_low"] < one.headline["gate_ci_low"]
+    assert (two.units["gate_ci_low_fw"] <= one.units["gate_ci_low_fw"] + 1e-12).all()
+    assert (two.units["gate_ci_low"] <= one.units["gate_ci_low"] + 1e-12).all()
+    assert (two.units["gate_ci_high"] == one.units["gate_ci_high"]).all()
+    assert "(lower)" in " ".join(two.reasons)
 
 
 def _fixed_false_certify(n, margin=0.15, v0=4 / 3):
@@ -191,12 +215,13 @@ def test_the_audit_falsely_certifies_no_more_than_the_fixed_n_audit():
 def test_the_gate_saves_30_percent_against_the_fixed_n_that_decides_as_often():
     """#32's gate goal in design_sequential's normal model of the gate (10 looks): at no change the
     gate's evidence grows linearly in n (a mean of squares at ρ = 0), so it cannot pass as often
-    as the fixed-n plan with much fewer questions; the audit's gate (GATE_SPENDING, linear, up to
-    GATE_BUDGET_MULTIPLE x the plan) passes an unchanged candidate and fails a clearly worse one
-    at least as often as the plan does, each with >= 30% fewer questions than the fixed n that
-    decides as often (95% after 268 vs 390; 91% after 229 vs 360), and its false-pass rate at the
-    margin stays at α within MC error. (At 1x the plan, the budget of the earlier benchmark: 16%
-    and 24%, deciding less often than the plan.)"""
+    as the fixed-n plan with much fewer questions; the audit's gate (up to GATE_BUDGET_MULTIPLE x
+    the plan; the pass bound GATE_SPENDING, linear, the fail bound GATE_FAIL_SPENDING,
+    O'Brien–Fleming type) passes an unchanged candidate and fails a clearly worse one at least as
+    often as the plan does, each with >= 30% fewer questions than the fixed n that decides as often
+    (95% after 268 vs 390; 94% after 265 vs 400, where a linear fail bound failed 91% after 229 vs
+    358), and its false-pass rate at the margin stays at α within MC error. (At 1x the plan, the
+    budget of the earlier benchmark: 16% and 24%, deciding less often than the plan.)"""
     from tests.analysis.design_sequential import GATE_PLAN, K0, K1, gate_paths
 
     from edufair_metrics.analysis.sequential import GATE_BUDGET_MULTIPLE, gate_looks
@@ -204,19 +229,21 @@ def test_the_gate_saves_30_percent_against_the_fixed_n_that_decides_as_often():
     paths, z = 20_000, norm.isf(0.05)
     n_max = math.ceil(GATE_BUDGET_MULTIPLE * GATE_PLAN)
     sizes = [round(n_max * j / 10) for j in range(1, 11)]
-    c = np.array([lk.boundary for lk in gate_looks([s / n_max for s in sizes])])
+    fractions = [s / n_max for s in sizes]
+    c = {kind: np.array([lk.boundary for lk in gate_looks(fractions, bound=bound)])
+         for kind, bound in (("nochange", "pass"), ("worse", "fail"), ("margin", "pass"))}
     rng = np.random.default_rng(3)
     same = {"nochange": lambda p: GATE_PLAN * (z + norm.ppf(p)) / K0, "worse": lambda p: GATE_PLAN * ((z + norm.ppf(p)) / K1) ** 2}
     plan_rate = {"nochange": norm.cdf(K0 - z), "worse": norm.cdf(K1 - z)}
     for kind in ("nochange", "worse"):
-        ok = gate_paths(sizes, c, paths, rng, kind)
+        ok = gate_paths(sizes, c[kind], paths, rng, kind)
         stop = ok.copy()
         stop[:, -1] = True
         k = stop.argmax(axis=1)
         p, used = ok[np.arange(paths), k].mean(), np.asarray(sizes, dtype=float)[k].mean()
         assert p >= plan_rate[kind]
         assert 1 - used / same[kind](p) >= 0.30, kind
-    false_pass = gate_paths(sizes, c, paths, rng, "margin").any(axis=1).mean()
+    false_pass = gate_paths(sizes, c["margin"], paths, rng, "margin").any(axis=1).mean()
     assert false_pass <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / paths)
 
 
@@ -227,3 +254,28 @@ def test_the_fixed_n_of_the_same_decision_probability_is_interpolated():
     assert same_probability_n(sizes, [0.8, 0.9, 0.85, 1.0], 0.95) == (pytest.approx(450.0), "=")  # made monotone
     assert same_probability_n(sizes, [0.8, 0.9, 0.95, 1.0], 0.7) == (300.0, "<=")
     assert same_probability_n(sizes, [0.8, 0.9, 0.95, 0.97], 0.99) == (480.0, ">")
+
+
+def test_an_early_look_does_not_fail_an_unchanged_candidate_on_a_chance_rise():
+    """A recorded false fail of the sequential gate (``sim_sequential --gate --gate-metrics 5``'s
+    generator, no bias in either run, five correlated metrics of one pair): at the first look, 52
+    shared questions, the candidate's change of the mean unbiased r² is +0.080 by chance, 3.2 of its
+    se. With the fail bound at the pass bound's linear level (0.005, the design before) the gate
+    failed; at the fail bound's own O'Brien–Fleming level (6e-10) it does not, and the pass bound
+    is unchanged."""
+    from edufair_metrics.analysis.frames import scores_frame
+    from edufair_metrics.analysis.params import StatParams
+    from edufair_metrics.analysis.sequential import gate_looks
+    from edufair_metrics.local.audit import gate_look
+    from tests.analysis.sim_sequential import first_frame, scores
+
+    rng = np.random.default_rng([101, 58])
+    base = scores_frame(scores(592, 0.0, rng, tutor="base", metrics=5, corr=0.3))
+    cand = first_frame(scores_frame(scores(592, 0.0, rng, tutor="cand", metrics=5, corr=0.3)), 52)
+    fraction = [52 / 518]  # the first of 10 looks up to 1.4 x a plan of 370 questions
+    p, f = gate_looks(fraction)[0].nominal_alpha, gate_looks(fraction, bound="fail")[0].nominal_alpha
+    assert f < 1e-8 < p
+    kw = dict(params=StatParams(n_boot=50, seed=0, equivalence_margin=0.10), max_increase=0.10,
+              new_violations="significant")
+    assert gate_look(base, cand, alpha=p, fail_alpha=p, **kw) == "fail"
+    assert gate_look(base, cand, alpha=p, fail_alpha=f, **kw) == "inconclusive"

@@ -200,16 +200,19 @@ def test_the_power_family_by_hand():
 def test_the_audits_design_is_the_stated_one():
     """Flags: O'Brien-Fleming type from the first question, two-sided α (α/2 per sign, as the
     fixed-n two-sided test); each TOST side: the power family with rho = 1/2 from 30% of the
-    budget, 0.8·α in all; the gate's bounds: linear; budgets of 1.3x the plan (1.4x for the gate).
-    audit.json records them."""
-    from edufair_metrics.analysis.sequential import CERTIFY_SPENDING, FLAG_SPENDING, GATE_SPENDING, Spending, design
+    budget, 0.8·α in all; the gate's pass bound: linear, its fail bound: O'Brien-Fleming type; budgets
+    of 1.3x the plan (1.4x for the gate). audit.json records them."""
+    from edufair_metrics.analysis.sequential import (CERTIFY_SPENDING, FLAG_SPENDING, GATE_FAIL_SPENDING, GATE_SPENDING,
+                                                     Spending, design)
 
     from edufair_metrics.analysis.sequential import BUDGET_MULTIPLE, GATE_BUDGET_MULTIPLE
 
     assert FLAG_SPENDING == Spending("obf", 0.0, 1.0)
     assert CERTIFY_SPENDING == Spending("power", 0.3, 0.5, 0.8)
     assert GATE_SPENDING == Spending("power", 0.0, 1.0)
+    assert GATE_FAIL_SPENDING == Spending("obf", 0.0, 1.0)
     assert design()["certify"] == {"kind": "power", "start": 0.3, "rho": 0.5, "share": 0.8}
+    assert design()["gate_fail"] == {"kind": "obf", "start": 0.0, "rho": 1.0, "share": 1.0}
     assert (BUDGET_MULTIPLE, GATE_BUDGET_MULTIPLE) == (1.3, 1.4)
 
 
@@ -254,3 +257,17 @@ def test_a_look_with_no_flag_level_certifies_but_never_flags(fake_units, monkeyp
     assert seen == [0.01]  # the TOST redone at the certification's own level
     none = look_decision(DF, nominal_alpha=0.0, certify_alpha=0.0, params=PARAMS, until="units")
     assert none == LookDecision(3, 0.0, 0, 0, 0, False, "open")
+
+
+def test_the_gates_fail_bound_spends_obrien_fleming_and_its_pass_bound_linearly():
+    """Each gate bound is its own one-sided test at α: the pass bound spends α·t, the fail bound
+    the O'Brien–Fleming type (almost nothing early: an early look's change of squares is far from
+    normal, the sequential gate failed unchanged candidates there); an unknown bound is an error."""
+    t = [0.1, 0.2, 0.4, 0.7, 1.0]
+    passes, fails = sequential.gate_looks(t), sequential.gate_looks(t, bound="fail")
+    assert [lk.spent for lk in passes] == pytest.approx([0.05 * x for x in t])
+    assert [lk.spent for lk in fails] == pytest.approx([sequential.Spending("obf")(x, 0.05) for x in t])
+    assert fails[-1].spent == pytest.approx(0.05) and fails[0].nominal_alpha < 1e-6 < passes[0].nominal_alpha
+    assert all(f.nominal_alpha <= p.nominal_alpha for f, p in zip(fails[:3], passes[:3]))
+    with pytest.raises(EduFairError, match="gate bound"):
+        sequential.gate_looks(t, bound="both")

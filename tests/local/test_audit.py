@@ -188,10 +188,12 @@ def test_the_gate_stops_early_on_a_clear_pass_and_a_clear_fail(tmp_path):
     assert same.stopped == "decided" and same.final["gate"] == "pass" and same.dialogues < gate.budget
     assert worse.stopped == "decided" and worse.final["gate"] == "fail" and worse.dialogues < gate.budget
     assert all(lk["certify_alpha"] < 0.05 for lk in same.looks + worse.looks)  # each decided at a spent level
-    # the gate's bounds at the gate's own (linear) spending of the looks so far
+    # the gate's bounds at the gate's own spending of the looks so far (pass: linear, fail: O'Brien-Fleming)
     for res in (same, worse):
         fractions = [lk["fraction"] for lk in res.looks]
         assert [lk["gate_alpha"] for lk in res.looks] == pytest.approx([b.nominal_alpha for b in gate_looks(fractions)])
+        assert [lk["gate_fail_alpha"] for lk in res.looks] == pytest.approx(
+            [b.nominal_alpha for b in gate_looks(fractions, bound="fail")])
     assert same.looks[0]["gate"] == "inconclusive"  # 25 shared questions: below the gate's minimum of 50
     assert "gate pass" in lines[-1]
     # a resume must compare with the same baseline
