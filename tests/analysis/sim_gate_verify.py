@@ -50,20 +50,22 @@ def main() -> None:
     z = float(ndtri(0.95))
     from edufair_metrics.analysis.compare import questions_factor
 
-    decided, zs, ratios, sym, needed, needed_one = [], [], [], [], [], []
+    decided, zs, ratios, sym, needed, needed_one, skews = [], [], [], [], [], [], []
     for rep in range(args.first, args.first + args.reps):
         base = run_frame(args.n, 9000 + rep, "b", **spec["base"])
         cand = run_frame(args.n, 13000 + rep, "c", **spec["cand"])
         res = compare_frames(base, cand, n_boot=args.n_boot, seed=100 + rep)
         h = res.headline
         decided.append(res.status != "inconclusive")
-        d, se, m2 = h["gate_delta"], h["gate_se"], gate_threshold(0.0, 0.05)
-        twin = (-d + z * se < m2) or (-d - z * se > m2)
+        m2 = gate_threshold(0.0, 0.05)
+        # the swapped pair's bounds are minus this pair's, exchanged (Δ and the skewness change sign)
+        twin = (-h["gate_ci_low"] < m2) or (-h["gate_ci_high"] > m2)
         sym.append(0.5 * (decided[-1] + twin))
         needed.append(args.n * h["questions_factor"])  # questions_needed (Δ = 0), for every outcome
         # the same from each run's own bias part (before the pooled one): the rerun spread it had
         needed_one.append(args.n * questions_factor(0.0, m2, h["questions_var_bias"], h["questions_var_null"], z))
         zs.append(h["gate_delta"] / h["gate_se"])
+        skews.append(h["gate_skewness"])
         ratios.append(h["gate_var_bootstrap"] / h["gate_se"] ** 2)
         p = float(np.mean(decided))
         print(f"{name}, n={args.n}, rerun {rep}: {res.status}, questions_needed {needed[-1]:.0f} "
@@ -74,6 +76,8 @@ def main() -> None:
     print(f"decided {p:.2f} ± {np.sqrt(p * (1 - p) / len(decided)):.2f} ({len(decided)} reruns); z: mean "
           f"{np.mean(zs):+.2f}, SD {np.std(zs, ddof=1):.2f}; bootstrap/stable variance {min(ratios):.2f}–"
           f"{max(ratios):.2f} (median {np.median(ratios):.2f})")
+    print(f"skewness of the change's no-bias part (gate_skewness): median {np.nanmedian(skews):+.3f}, range "
+          f"{np.nanmin(skews):+.3f} to {np.nanmax(skews):+.3f}")
     for label, vals in (("questions_needed (Δ = 0)", needed), ("  from each run's own A", needed_one)):
         nd = np.asarray(vals)
         med = float(np.median(nd))

@@ -849,3 +849,21 @@ def test_the_skewness_is_that_of_the_no_bias_part():
     dc = np.full(2, 0.5 / (1 - 0.01))[:, None] * c
     assert a > b > 0
     assert k3 == pytest.approx(8 * np.trace(dc @ dc @ dc), rel=1e-9)
+
+
+def test_the_gate_is_antisymmetric_under_swapping_the_runs():
+    """Swapping baseline and candidate negates the change and its skewness and exchanges the bounds
+    (lower ↔ −upper), skewed bounds included: the gate treats both runs alike."""
+    from edufair_metrics.analysis.frames import scores_frame
+    from tests.analysis.sim_sequential import scores
+
+    rng = np.random.default_rng(4)
+    one = scores_frame(scores(90, 0.0, rng, tutor="one", metrics=5, corr=0.3))
+    two = scores_frame(scores(60, 0.3, rng, tutor="two", metrics=5, corr=0.3))
+    kw = dict(n_boot=200, seed=1, max_increase=0.1)
+    ab, ba = compare_frames(one, two, **kw).headline, compare_frames(two, one, **kw).headline
+    assert ab["gate_delta"] == pytest.approx(-ba["gate_delta"], rel=1e-9)
+    assert ab["gate_se"] == pytest.approx(ba["gate_se"], rel=1e-9)
+    assert abs(ab["gate_skewness"]) > 0.05 and ab["gate_skewness"] == pytest.approx(-ba["gate_skewness"], rel=1e-9)
+    assert ab["gate_ci_low"] == pytest.approx(-ba["gate_ci_high"], rel=1e-9)
+    assert ab["gate_ci_high"] == pytest.approx(-ba["gate_ci_low"], rel=1e-9)
