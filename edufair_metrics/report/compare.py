@@ -15,6 +15,13 @@ from edufair_metrics.provenance import versions
 from edufair_metrics.runlog import domain_labels
 
 
+def _skew_note(gamma) -> str:
+    """The change's skewness beside its interval where it widened a bound visibly (|γ| >= 0.05)."""
+    if gamma is None or not math.isfinite(gamma) or abs(gamma) < 0.05:
+        return ""
+    return f"; skewness {gamma:+.2f}, the {'lower' if gamma > 0 else 'upper'} bound widened for it"
+
+
 def _f(x: float, fmt: str = "+.3f") -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
 
@@ -52,7 +59,8 @@ def run_compare(base, cand, out_dir: Path, params: StatParams, *, max_increase: 
     table = res.units[cols].assign(domain=res.units["domain"].map(lambda d: labels.get(d, d)))
     gate_line = (f"gate (pedagogical headline, mean unbiased r²; RMS bias {_f(h['gate_baseline'], '.3f')} "
                  f"({base.label}) -> {_f(h['gate_candidate'], '.3f')} ({cand.label})): change "
-                 f"{_f(h['gate_delta'], '+.4f')} [90% CI {_f(h['gate_ci_low'], '+.4f')}, {_f(h['gate_ci_high'], '+.4f')}], "
+                 f"{_f(h['gate_delta'], '+.4f')} [90% CI {_f(h['gate_ci_low'], '+.4f')}, {_f(h['gate_ci_high'], '+.4f')}"
+                 f"{_skew_note(h.get('gate_skewness'))}], "
                  f"threshold {_f(h['gate_threshold'], '.4f')} (a rise of the RMS bias by the margin {max_increase:.3f}); "
                  f"{int(h['gate_units'])} units, questions {res.n_questions}")
     verdict_line = (f"unit verdicts (pedagogical headline, margin ±{params.equivalence_margin:.2f}): baseline "

@@ -867,3 +867,11 @@ def test_the_gate_is_antisymmetric_under_swapping_the_runs():
     assert abs(ab["gate_skewness"]) > 0.05 and ab["gate_skewness"] == pytest.approx(-ba["gate_skewness"], rel=1e-9)
     assert ab["gate_ci_low"] == pytest.approx(-ba["gate_ci_high"], rel=1e-9)
     assert ab["gate_ci_high"] == pytest.approx(-ba["gate_ci_low"], rel=1e-9)
+
+
+def test_the_compare_report_names_a_visible_skewness():
+    from edufair_metrics.report.compare import _skew_note
+
+    assert _skew_note(None) == "" and _skew_note(float("nan")) == "" and _skew_note(0.01) == ""
+    assert "lower bound widened" in _skew_note(0.28) and "+0.28" in _skew_note(0.28)
+    assert "upper bound widened" in _skew_note(-0.3)
