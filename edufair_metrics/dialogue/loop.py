@@ -59,9 +59,11 @@ def run_dialogues(
     system_instruction: str | None = None,
     label: str = "dialogue",
     overlap: bool = True,
+    progress: bool = True,
 ) -> list[DialogueState]:
-    """Run every dialogue in ``states`` to its stop (in place); one progress bar for the turns.
-    ``overlap``: overlap tutor and student calls of two cohorts (see the module doc)."""
+    """Run every dialogue in ``states`` to its stop (in place); one progress bar for the turns
+    (``progress=False``: none). ``overlap``: overlap tutor and student calls of two cohorts (see the
+    module doc)."""
     from tqdm import tqdm
 
     tutor_side = _Side(tutor, tutor_gen_kwargs, lambda s: s.tutor_messages(system_instruction))
@@ -70,7 +72,7 @@ def run_dialogues(
         effective_gen_kwargs(s.doc, "tutor", tutor_gen_kwargs)
         effective_gen_kwargs(s.doc, "student", student_gen_kwargs)
     worker = _worker_side(tutor, student) if overlap else None
-    with tqdm(total=max_tutor_turns, desc=f"{label} turns", unit="turn") as bar:
+    with tqdm(total=max_tutor_turns, desc=f"{label} turns", unit="turn", disable=not progress) as bar:
         if worker is None:
             _run_sequential(tutor_side, student_side, states, max_tutor_turns, bar)
         else:

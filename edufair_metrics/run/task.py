@@ -136,7 +136,8 @@ def run_task(spec: TaskSpec, settings, documents: Sequence[dict[str, Any]], *, t
         try:
             run_dialogues(tutor_gen, student_gen, states, max_tutor_turns=settings.max_tutor_turns,
                           tutor_gen_kwargs=tutor_gk, student_gen_kwargs=student_gk,
-                          system_instruction=spec.system_instruction, label=spec.name, overlap=settings.overlap)
+                          system_instruction=spec.system_instruction, label=spec.name, overlap=settings.overlap,
+                          progress=progress)
         except KeyboardInterrupt:  # every finished call is in the cache; say how far the run got
             raise Interrupted(dialogues=sum(s.done for s in states), labels=0) from None
         transcripts = [s.to_transcript(task=spec.name, doc_id=i) for s, i in zip(states, doc_ids)]

@@ -199,3 +199,12 @@ def test_the_gate_stops_early_on_a_clear_pass_and_a_clear_fail(tmp_path):
     # a resume must compare with the same baseline
     with FakeOpenAI(responder=judge) as srv, pytest.raises(EduFairError, match="another audit"):
         _judged_audit(tmp_path, srv, tmp_path / "same", gate, bias=0, baseline=baseline.iloc[:-2], max_increase=0.1)
+
+
+def test_no_progress_means_no_progress_bar(tmp_path, capsys):
+    """``edufair audit --no-progress`` (``progress=False``): neither the batch bar nor the dialogue
+    turns' bar is drawn (the turns' bar used to be, whatever the flag); the batch lines stay."""
+    res, lines = _audit(tmp_path, tmp_path / "quiet", AuditPlan(40, 20, "units"))
+    err = capsys.readouterr().err
+    assert res.looks and len(lines) == len(res.looks)
+    assert "turns" not in err and "audit:" not in err and "it/s" not in err
