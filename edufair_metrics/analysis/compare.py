@@ -303,10 +303,10 @@ def _gate_cumulants(weights: dict, gate_reps: dict, unit_reps: dict, use_max: bo
     (D = diag q; Mathai & Provost 1992, ch. 3). Returned: 8·tr((DC)³), C within domains as for B.
     The bias part of κ₃ is left out: the gate's variance already grows with the estimated bias (A
     from the same plug-ins), so a change that is large by chance under a bias carries a large se
-    with it, and counting its skewness as well halved nothing but power (a candidate 0 → 0.2 on five
-    metrics at margin 0.10, 200 runs at 370 questions: failed 61% with the normal bounds, 50% with
-    both parts of κ₃). Under no bias, where A is shrunk to 0 and the se cannot follow the draw, the
-    no-bias part is all the skewness there is."""
+    with it, and counting its skewness as well cost power with no false fail to prevent (a candidate
+    0 → 0.2 on five metrics at margin 0.10, 200 runs at 370 questions: failed 61% with the normal
+    bounds, 50% with both parts of κ₃). Under no bias, where A is shrunk to 0 and the se cannot
+    follow the draw, the no-bias part is all the skewness there is."""
     rows, coef, r2u, group, point, ident = [], [], [], [], [], []
     a_max = 0.0
     for key, wu in weights.items():
@@ -389,13 +389,15 @@ def skewed_bounds(delta: float, var: float, k3: float, alpha: float) -> tuple[fl
     """The one-sided level-``alpha`` bounds of a change ``delta`` whose estimate has variance ``var``
     and third cumulant ``k3`` (:func:`_gate_cumulants`): each is the farther of the normal bound
     ``delta ∓ z·√var`` and the skewed fit's (:func:`skewed_quantile`), so skewness only ever widens
-    a bound. Why: at no bias the change of a few units is a weighted sum of χ²₁ (five metrics of one
-    contrast pair: γ ≈ 1.9, like a χ²₂), whose right tail is far heavier than the normal's; at
-    the strict one-sided levels of an audit's early looks (0.006 at 100 questions) the normal lower
-    bound failed 2 of 60 unchanged candidates where the fixed n failed none. On the other side a
-    positively skewed change has a lighter left tail, and the normal upper bound stays (a looser
-    pass bound would read the skewness of the no-bias plug-in where the pass's null, a change at
-    the threshold, is biased and less skewed)."""
+    a bound. Why: at no bias the change of a few units is a weighted sum of χ²₁ (one metric: a
+    scaled χ²₁, γ ≈ 2.8; five metrics of one contrast pair: γ ≈ 1.9, like a χ²₂), whose right tail
+    is far heavier than the normal's, most of all at strict one-sided levels. A positively skewed
+    change has a lighter left tail, and there the normal upper bound stays (a looser pass bound
+    would read the skewness of the no-bias plug-in where the pass's null, a change at the
+    threshold, is biased and less skewed); a negative skewness (a baseline noisier than the
+    candidate) widens the upper bound instead. Three moments do not see the heavy but symmetric
+    tails of two runs alike at very few questions: the audit's fail bound also waits
+    (``sequential.GATE_FAIL_SPENDING``)."""
     from scipy.special import ndtri
 
     if not var > 0:

@@ -27,8 +27,9 @@ The CI gate (``--until gate``): at each look ``analysis.compare.compare_frames``
 baseline's frame on the questions both share, each of its one-sided bounds (pass: the upper one
 below the threshold; fail: the lower one above it, or a new flag whose change is significant
 family-wise) each at its own spent level (``gate_looks``: the pass bound linear, the fail bound
-O'Brien–Fleming type), so the gate stops as soon as it passes or fails. ``audit.json`` records the spending functions (``sequential.design()``) in the
-audit's identity: a resume under other spending functions is another audit.
+O'Brien–Fleming type), so the gate stops as soon as it passes or fails. ``audit.json`` records
+the spending functions (``sequential.design()``) in the audit's identity: a resume under other
+spending functions is another audit.
 """
 
 from __future__ import annotations
