@@ -102,7 +102,7 @@ Verdict (M = ``--max-increase``, default 0.05, the largest tolerated rise of the
   unchanged biased pair at 150, where the subtraction Â − z₀.₉₅·sd₀ took ≈ 20%). At Δ = 0 A is
   that of a rerun in which the bias is unchanged, i.e. each unit's ρ the same in both runs
   (``questions_var_bias_unchanged``): its plug-ins ρᵢρⱼ read the two runs' inverse-variance pooled
-  r (``_planning_parts(unchanged=True)``), unbiased as before and less noisy where the runs'
+  r (``_gate_parts``' ``a_unchanged``, the same pass as this pair's A), unbiased as before and less noisy where the runs'
   precisions differ; on 40 reruns of an unchanged biased pair at 150 questions per domain it put
   questions_needed at median 1,243, 0.73–1.38x (one rerun outside ±30%), where each run's own ρ̂²
   gave 1,115, 0.70–1.42x (three outside); both read ≈ 1,200–1,245 from runs of 2,400 questions
@@ -137,7 +137,7 @@ import functools
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -297,7 +297,26 @@ def _planning_parts(weights: dict, gate_reps: dict, unit_reps: dict, use_max: bo
 
 def _gate_cumulants(weights: dict, gate_reps: dict, unit_reps: dict, use_max: bool,
                     sides: tuple[str, ...] = ("b", "c"), unchanged: bool = False) -> tuple[float, float, float]:
-    """:func:`_planning_parts`' (A, B) and the third cumulant κ₃ of the change's no-bias part
+    """(A, B, κ₃) of :func:`_gate_parts`; A that of an unchanged rerun with ``unchanged``."""
+    parts = _gate_parts(weights, gate_reps, unit_reps, use_max, sides)
+    return parts.a_unchanged if unchanged else parts.a, parts.b, parts.k3
+
+
+class GateParts(NamedTuple):
+    """The gate change's variance parts (:func:`_gate_parts`): ``a`` the bias part of this pair of
+    runs, ``a_unchanged`` that of a rerun with the bias unchanged (the runs' pooled r), ``b`` the
+    no-bias part, ``k3`` the no-bias part's third cumulant."""
+
+    a: float
+    b: float
+    k3: float
+    a_unchanged: float
+
+
+def _gate_parts(weights: dict, gate_reps: dict, unit_reps: dict, use_max: bool,
+                sides: tuple[str, ...] = ("b", "c")) -> GateParts:
+    """:func:`_planning_parts`' (A, B), both ways (this pair's A and an unchanged rerun's), from one
+    bootstrap covariance, and the third cumulant κ₃ of the change's no-bias part
     (:func:`skewed_bounds`): the change is ``Σ_i q_i (r̂_i² − V0_i)``, a quadratic form in r̂ ≈ N(ρ, C),
     whose cumulants are κ₂ = 2·tr((DC)²) + 4·ρᵀDCDρ (B + A) and κ₃ = 8·tr((DC)³) + 24·ρᵀD(CDC)Dρ
     (D = diag q; Mathai & Provost 1992, ch. 3). Returned: 8·tr((DC)³), C within domains as for B.
@@ -330,7 +349,7 @@ def _gate_cumulants(weights: dict, gate_reps: dict, unit_reps: dict, use_max: bo
                     group.append((side, *g))
                     ident.append((side, key, *g))
     if not rows:
-        return a_max, 0.0, 0.0
+        return GateParts(a_max, 0.0, 0.0, a_max)
     arr = _filled(np.vstack(rows))
     c = np.cov(arr) if arr.shape[0] > 1 else np.array([[np.var(arr, ddof=1)]])
     c = np.atleast_2d(c)
@@ -341,27 +360,33 @@ def _gate_cumulants(weights: dict, gate_reps: dict, unit_reps: dict, use_max: bo
     same_domain = dom[:, None] == dom[None, :]
     b = 2.0 * float(q @ np.where(same_domain, c * c, 0.0) @ q)
     point = np.asarray(point)
-    same = np.array([[gi == gj for gj in group] for gi in group])
+    ids = {gi: i for i, gi in enumerate(dict.fromkeys(group))}
+    gid = np.array([ids[gi] for gi in group])
+    same = gid[:, None] == gid[None, :]  # the pairs of the same dialogues
     rho2 = np.outer(point, point) - c
     np.fill_diagonal(rho2, np.asarray(r2u))
     g = np.where(same, np.outer(q, q) * c, 0.0)
-    if unchanged:
-        pool = _pooling_map(ident, np.diag(c))
-        rho2 = pool @ rho2 @ pool.T
-        g = pool.T @ g @ pool  # the quadratic form of the pooled plug-in in the rows' r̂
-    a = 4.0 * float(np.sum(np.where(same, np.outer(q, q) * c, 0.0) * rho2))
-    # at no bias this plug-in is noise with mean 0 and sd 4·√(2·tr(GCGC)) (r̂ ≈ N(0, C): the
-    # variance of the quadratic form r̂ᵀGr̂, G = (qqᵀ ∘ C) on the pairs of the same dialogues); a
-    # plug-in within z₀.₉₅ times that noise is no bias part, beyond it it is shrunk by the vanishing
-    # fraction (z₀.₉₅·sd₀/a)² (:func:`_bias_beyond_noise`). Bounded at 0 alone, the noise of a few
-    # pairs with large V0 (a saturated run) read as bias and, extrapolated as 1/n, doubled
-    # questions_needed in some fair reruns
-    gc = g @ np.where(same_domain, c, 0.0)
-    a_sd0 = 4.0 * math.sqrt(max(2.0 * float(np.sum(gc * gc.T)), 0.0))
-    a = _bias_beyond_noise(a, a_sd0)
-    dc = q[:, None] * np.where(same_domain, c, 0.0)  # κ₃ of the no-bias part (docstring)
+    cw = np.where(same_domain, c, 0.0)
+
+    def bias_part(rho2, g_noise):
+        # at no bias the plug-in 4·Σ G∘ρρ is noise with mean 0 and sd 4·√(2·tr(GCGC)) (r̂ ≈ N(0, C):
+        # the variance of the quadratic form r̂ᵀGr̂, G = (qqᵀ ∘ C) on the pairs of the same
+        # dialogues); a plug-in within z₀.₉₅ times that noise is no bias part, beyond it it is shrunk
+        # by the vanishing fraction (z₀.₉₅·sd₀/a)² (:func:`_bias_beyond_noise`). Bounded at 0 alone,
+        # the noise of a few pairs with large V0 (a saturated run) read as bias and, extrapolated as
+        # 1/n, doubled questions_needed in some fair reruns
+        # (``g_noise``: G of the quadratic form in the rows' r̂ the plug-in is)
+        gc = g_noise @ cw
+        a_sd0 = 4.0 * math.sqrt(max(2.0 * float(np.sum(gc * gc.T)), 0.0))
+        return _bias_beyond_noise(4.0 * float(np.sum(g * rho2)), a_sd0) + a_max
+
+    # an unchanged rerun: its plug-ins ρρ read the runs' pooled r, so its noise is that of the pooled
+    # quadratic form Pᵀ G P in the rows' r̂
+    pool = _pooling_map(ident, np.diag(c))
+    a_unchanged = bias_part(pool @ rho2 @ pool.T, pool.T @ g @ pool)
+    dc = q[:, None] * cw  # κ₃ of the no-bias part (docstring)
     k3 = 8.0 * float(np.trace(dc @ dc @ dc))
-    return a + a_max, max(b, 0.0), k3
+    return GateParts(bias_part(rho2, g), max(b, 0.0), k3, a_unchanged)
 
 
 def skewed_quantile(p: float, var: float, k3: float) -> float:
@@ -398,14 +423,29 @@ def skewed_bounds(delta: float, var: float, k3: float, alpha: float) -> tuple[fl
     candidate) widens the upper bound instead. Three moments do not see the heavy but symmetric
     tails of two runs alike at very few questions: the audit's fail bound also waits
     (``sequential.GATE_FAIL_SPENDING``)."""
+    return skewed_lower(delta, var, k3, alpha), skewed_upper(delta, var, k3, alpha)
+
+
+def _normal_half_width(var: float, alpha: float) -> float:
     from scipy.special import ndtri
 
+    return float(ndtri(1.0 - alpha)) * math.sqrt(var)
+
+
+def skewed_lower(delta: float, var: float, k3: float, alpha: float) -> float:
+    """The lower (fail) bound of :func:`skewed_bounds`: delta less the farther of z·√var and the
+    skewed fit's upper quantile of the estimate's error."""
     if not var > 0:
-        return delta, delta
-    z_sd = float(ndtri(1.0 - alpha)) * math.sqrt(var)
-    up = max(z_sd, skewed_quantile(1.0 - alpha, var, k3))      # upper quantile of the estimate's error
-    down = max(z_sd, -skewed_quantile(alpha, var, k3))          # minus its lower quantile
-    return delta - up, delta + down
+        return delta
+    return delta - max(_normal_half_width(var, alpha), skewed_quantile(1.0 - alpha, var, k3))
+
+
+def skewed_upper(delta: float, var: float, k3: float, alpha: float) -> float:
+    """The upper (pass) bound of :func:`skewed_bounds`: delta plus the farther of z·√var and minus
+    the skewed fit's lower quantile of the estimate's error."""
+    if not var > 0:
+        return delta
+    return delta + max(_normal_half_width(var, alpha), -skewed_quantile(alpha, var, k3))
 
 
 def _pooling_map(group: list, var: np.ndarray) -> np.ndarray:
@@ -728,8 +768,8 @@ def compare_frames(
             g_lo.append(-math.inf), g_hi.append(math.inf), g_lo_fw.append(-math.inf)
             continue
         # one unit's change is a scaled χ²₁ at no bias: its bounds follow its skewness (skewed_bounds)
-        g_lo.append(skewed_bounds(dlt, var_u, k3_u, alpha_lo)[0]), g_hi.append(skewed_bounds(dlt, var_u, k3_u, alpha_ci)[1])
-        g_lo_fw.append(skewed_bounds(dlt, var_u, k3_u, alpha_fw)[0])
+        g_lo.append(skewed_lower(dlt, var_u, k3_u, alpha_lo)), g_hi.append(skewed_upper(dlt, var_u, k3_u, alpha_ci))
+        g_lo_fw.append(skewed_lower(dlt, var_u, k3_u, alpha_fw))
     merged["gate_delta"] = g_delta
     merged["gate_ci_low"], merged["gate_ci_high"], merged["gate_ci_low_fw"] = g_lo, g_hi, g_lo_fw
     merged["new_flag"] = (merged["verdict_candidate"] == "flag") & (merged["verdict_baseline"] != "flag")
@@ -756,7 +796,8 @@ def compare_frames(
         mb = float(np.sum(wn * sel["r2_unbiased_baseline"].to_numpy()))
         mc = float(np.sum(wn * sel["r2_unbiased_candidate"].to_numpy()))
         wmap = dict(zip(gate_keys, wn))
-        a_p, b_p, k3_p = _gate_cumulants(wmap, gate_reps, unit_reps, use_max)
+        parts = _gate_parts(wmap, gate_reps, unit_reps, use_max)
+        a_p, b_p, k3_p = parts.a, parts.b, parts.k3
         # the decision reads the same variance the plan extrapolates (module docstring): the
         # stable A + B, its no-bias part floored by the exact sign-flip null variance. The
         # corrected bootstrap variance (A + B plus the cross terms of pairs of different dialogues,
@@ -778,8 +819,8 @@ def compare_frames(
         headline["questions_var_bias"], headline["questions_var_null"] = a_p, b_p
         headline["gate_var_bootstrap"], headline["gate_var_floor"] = var_boot, floor
         # each bound the farther of the normal one and the skewed fit's (skewed_bounds)
-        headline["gate_ci_low"] = skewed_bounds(mc - mb, var, k3_p, alpha_lo)[0]
-        headline["gate_ci_high"] = skewed_bounds(mc - mb, var, k3_p, alpha_ci)[1]
+        headline["gate_ci_low"] = skewed_lower(mc - mb, var, k3_p, alpha_lo)
+        headline["gate_ci_high"] = skewed_upper(mc - mb, var, k3_p, alpha_ci)
         headline["gate_skewness"] = k3_p / var ** 1.5 if var > 0 else math.nan
         # the baseline's level enters the threshold by its lower 95% bound: a rise of the RMS bias
         # by M from a level the baseline surely has (at a fair baseline M², not the noise of √ms)
@@ -793,7 +834,7 @@ def compare_frames(
         # at the estimated change and this run's threshold.
         zq = _z_gate()
         # if unchanged, each unit's ρ is one in both runs: A from the runs' pooled r (less noisy)
-        a_u = _planning_parts(wmap, gate_reps, unit_reps, use_max, unchanged=True)[0]
+        a_u = parts.a_unchanged
         headline["questions_var_bias_unchanged"] = a_u
         headline["questions_factor"] = questions_factor(0.0, gate_threshold(0.0, max_increase), a_u, b_p, zq)
         headline["questions_factor_at_estimate"] = questions_factor(mc - mb, headline["gate_threshold"], a_p, b_p, zq)

@@ -392,7 +392,7 @@ def test_a_standard_error_of_zero_decides_nothing(gate, monkeypatch):
     from edufair_metrics.analysis import compare
 
     base, cand, kw, res = gate
-    monkeypatch.setattr(compare, "_gate_cumulants", lambda *a, **k: (0.0, 0.0, 0.0))
+    monkeypatch.setattr(compare, "_gate_parts", lambda *a, **k: compare.GateParts(0.0, 0.0, 0.0, 0.0))
     monkeypatch.setattr(compare, "_null_floor", lambda *a, **k: 0.0)
     got = compare_frames(base, cand, **kw)
     assert got.headline["gate_se"] == 0 and got.headline["gate_delta"] != 0
